@@ -1,0 +1,30 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/hal/buffer.h"
+#include "core/hal/device_info.h"
+#include "core/hal/kernel_table.h"
+#include "core/hal/plan.h"
+#include "core/hal/stream.h"
+#include "core/status.h"
+
+namespace tessera {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+  virtual const KernelTable& kernels() const = 0;
+  virtual Expected<std::unique_ptr<Buffer>> allocate(uint64_t bytes, MemoryUse use) = 0;
+  // Weights: a device whose memory is the host's may keep `bytes` in place
+  // (the caller keeps them alive as long as the buffer); others copy.
+  virtual Expected<std::unique_ptr<Buffer>> import_weights(std::span<const std::byte> bytes) = 0;
+  virtual Expected<std::unique_ptr<Stream>> create_stream() = 0;
+  // `bound[i]` is the buffer for plan buffer i of role weight or kv_pool
+  // (null for the roles compile allocates itself).
+  virtual Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) = 0;
+};
+
+}  // namespace tessera

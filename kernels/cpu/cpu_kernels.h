@@ -1,0 +1,41 @@
+#pragma once
+// Vectorized CPU kernels. The ISA family is probed once at start-up
+// (AVX-512 with VNNI, AVX2+FMA, or portable C++ that any compiler
+// vectorizes, so aarch64 builds too); force_isa() lets tests run each path
+// the machine can execute.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/parallel.h"
+#include "kernels/kernel_args.h"
+
+namespace tessera::kernels::cpu {
+
+enum class Isa : uint8_t { portable, avx2, avx512_vnni };
+std::string_view name(Isa isa);
+Isa detect_isa();                   // the best this machine runs
+std::vector<Isa> runnable_isas();   // every family this machine can execute
+Isa active_isa();
+void force_isa(Isa isa);            // must be runnable; for tests and --isa
+
+// The kernel a matmul with these weights runs, e.g. "q8_0_gemm__avx512vnni".
+std::string matmul_kernel_name(DType w_dtype, int64_t m);
+bool matmul_supports(DType w_dtype);  // f32, f16, bf16, q8_0, q4_0, q4_K
+size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k);
+size_t attention_workspace_bytes(const AttentionParams& p, int64_t n_tokens, int64_t max_context, int n_threads);
+
+void embedding(const EmbeddingArgs& a, ParallelFor& pf);
+void rms_norm(const RmsNormArgs& a, ParallelFor& pf);
+void matmul(const MatmulArgs& a, ParallelFor& pf);
+void rope(const RopeArgs& a, ParallelFor& pf);
+void kv_append(const KvAppendArgs& a, ParallelFor& pf);
+void paged_attention(const AttentionArgs& a, ParallelFor& pf);
+void silu_mul(const SiluMulArgs& a, ParallelFor& pf);
+void add(const AddArgs& a, ParallelFor& pf);
+void softmax(const SoftmaxArgs& a, ParallelFor& pf);
+void argmax(const ArgmaxArgs& a, ParallelFor& pf);
+void gather_rows(const GatherRowsArgs& a, ParallelFor& pf);
+
+}  // namespace tessera::kernels::cpu

@@ -1,0 +1,113 @@
+#pragma once
+// Pointer-level arguments of every op, shared by kernels/reference (the
+// oracle) and kernels/cpu (SIMD). All row-major and contiguous unless a
+// stride is given. Kernels neither allocate nor synchronize: scratch comes in
+// as `workspace` (its size from the *_workspace_bytes functions) and
+// parallelism through the caller's ParallelFor.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/ops.h"
+
+namespace tessera::kernels {
+
+struct EmbeddingArgs {
+  const void* table = nullptr;  // [vocab, dim] rows of table_dtype
+  DType table_dtype = DType::f32;
+  int64_t vocab = 0, dim = 0;
+  const int32_t* ids = nullptr;  // [n_tokens], each in [0, vocab)
+  int64_t n_tokens = 0;
+  float* out = nullptr;  // [n_tokens, dim]
+};
+
+struct RmsNormArgs {
+  const float* x = nullptr;       // [rows, dim]
+  const float* weight = nullptr;  // [dim]
+  float* out = nullptr;           // [rows, dim]; may alias x
+  int64_t rows = 0, dim = 0;
+  RmsNormParams p;
+};
+
+// y[m, n] = sum_k x[m, k] * w[n, k]
+struct MatmulArgs {
+  const float* x = nullptr;  // [m, k]
+  const void* w = nullptr;   // [n, k] rows of w_dtype; k a whole number of blocks
+  DType w_dtype = DType::f32;
+  float* y = nullptr;  // [m, n]
+  int64_t m = 0, n = 0, k = 0;
+  void* workspace = nullptr;  // matmul_workspace_bytes(w_dtype, m, k) bytes, 64-byte aligned
+};
+
+struct RopeArgs {
+  float* x = nullptr;  // [n_tokens, n_heads * head_dim], rotated in place
+  const int32_t* positions = nullptr;
+  int64_t n_tokens = 0;
+  RopeParams p;
+};
+
+// Pools are [num_slots, n_kv_heads * head_dim] f32; slot = block * block_size + offset.
+struct KvAppendArgs {
+  const float* k = nullptr;  // [n_tokens, n_kv_heads * head_dim]
+  const float* v = nullptr;
+  const int32_t* slot_mapping = nullptr;  // [n_tokens], each in [0, num_slots)
+  int64_t n_tokens = 0;
+  float* k_pool = nullptr;
+  float* v_pool = nullptr;
+  int64_t num_slots = 0;
+  KvCacheParams p;
+};
+
+// Token t of sequence s (query_start[s] <= t < query_start[s+1]) sits at
+// positions[t]; it attends to the sequence's KV positions [0, positions[t]]
+// when causal, else [0, seq_lens[s]). KV position j of sequence s lives at
+// slot block_tables[s * max_blocks_per_seq + j / block_size] * block_size + j % block_size.
+struct AttentionArgs {
+  const float* q = nullptr;  // [n_tokens, n_heads * head_dim]
+  float* out = nullptr;      // [n_tokens, n_heads * head_dim]
+  int64_t n_tokens = 0;
+  const float* k_pool = nullptr;
+  const float* v_pool = nullptr;
+  const int32_t* positions = nullptr;
+  const int32_t* query_start = nullptr;  // [n_seqs + 1]
+  const int32_t* seq_lens = nullptr;     // [n_seqs]
+  const int32_t* block_tables = nullptr; // [n_seqs, max_blocks_per_seq]
+  int32_t n_seqs = 0;
+  int32_t max_blocks_per_seq = 0;
+  AttentionParams p;
+  void* workspace = nullptr;  // attention_workspace_bytes(...) bytes
+};
+
+struct SiluMulArgs {
+  const float* gate = nullptr;
+  const float* up = nullptr;
+  float* out = nullptr;  // may alias gate or up
+  int64_t n = 0;
+};
+
+struct AddArgs {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* out = nullptr;  // may alias a or b
+  int64_t n = 0;
+};
+
+struct SoftmaxArgs {
+  float* x = nullptr;  // [rows, cols], in place
+  int64_t rows = 0, cols = 0;
+};
+
+struct ArgmaxArgs {
+  const float* x = nullptr;  // [rows, cols]
+  int32_t* out = nullptr;    // [rows]; the first index of the maximum
+  int64_t rows = 0, cols = 0;
+};
+
+struct GatherRowsArgs {
+  const std::byte* x = nullptr;  // [n_src_rows, row_bytes]
+  const int32_t* rows = nullptr;  // [n_rows], each in [0, n_src_rows)
+  std::byte* out = nullptr;       // [n_rows, row_bytes]
+  int64_t n_rows = 0, n_src_rows = 0, row_bytes = 0;
+};
+
+}  // namespace tessera::kernels
