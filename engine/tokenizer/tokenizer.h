@@ -24,7 +24,9 @@ class Tokenizer {
   // The bytes token `id` prints after `prev` (run.c's rule: a piece after
   // BOS loses its leading space; <0xNN> is byte NN).
   std::string decode_piece(int32_t prev, int32_t id) const;
-  // Every id after the first, as run.c prints them.
+  // Every id after the first, as run.c prints them: its safe_printf drops a
+  // piece that is a single byte neither printable nor whitespace (C locale
+  // isprint/isspace), so a lone <0xE2> prints nothing.
   std::string decode(const std::vector<int32_t>& ids) const;
 
   int32_t vocab_size() const { return (int32_t)data_.tokens.size(); }
@@ -34,9 +36,13 @@ class Tokenizer {
 
  private:
   TokenizerData data_;
-  // Pieces with U+2581 replaced by a space, sorted for lookup.
+  // Pieces with U+2581 replaced by a space.
   std::vector<std::string> pieces_;
-  std::vector<std::pair<std::string_view, int32_t>> sorted_;
+  // Ids of every piece but control tokens, sorted by piece (then id) for
+  // binary search. Ids, not string_views, so that copies stay valid.
+  std::vector<int32_t> sorted_;
+  // The id each byte falls back to: <0xNN>, else NN + 3, else unk.
+  std::vector<int32_t> byte_ids_;
   int32_t lookup(std::string_view piece) const;
 };
 

@@ -1,0 +1,263 @@
+#include "backends/cpu/cpu_executable.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace tessera::cpu {
+
+namespace k = kernels::cpu;
+
+namespace {
+
+const int32_t* field_data(const StepArgs& a, StepField f) {
+  switch (f) {
+    case StepField::token_ids: return a.token_ids;
+    case StepField::positions: return a.positions;
+    case StepField::slot_mapping: return a.slot_mapping;
+    case StepField::query_start: return a.query_start;
+    case StepField::seq_lens: return a.seq_lens;
+    case StepField::block_tables: return a.block_tables;
+    case StepField::logit_rows: return a.logit_rows;
+    case StepField::none: return nullptr;
+  }
+  return nullptr;
+}
+
+int64_t field_count(const StepArgs& a, StepField f, const ShapeBucket& b) {
+  switch (f) {
+    case StepField::token_ids:
+    case StepField::positions:
+    case StepField::slot_mapping: return a.n_tokens;
+    case StepField::query_start: return a.n_seqs + 1;
+    case StepField::seq_lens: return a.n_seqs;
+    case StepField::block_tables: return (int64_t)a.n_seqs * b.max_blocks_per_seq;
+    case StepField::logit_rows: return a.n_logit_rows;
+    case StepField::none: return 0;
+  }
+  return 0;
+}
+
+int64_t rows_of(const BoundTensor& t, const StepArgs& a) {
+  switch (t.rows) {
+    case RowCount::fixed: return t.desc.shape[0];
+    case RowCount::tokens: return a.n_tokens;
+    case RowCount::logit_rows: return a.n_logit_rows;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan, std::span<Buffer* const> bound,
+                                                               ParallelFor& pool) {
+  std::unique_ptr<CpuExecutable> exe(new CpuExecutable(plan, pool));
+  exe->buffers_.resize(plan.buffers.size(), nullptr);
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlanBuffer& pb = plan.buffers[i];
+    if (pb.role == BufferRole::weight || pb.role == BufferRole::kv_pool) {
+      if (i >= bound.size() || !bound[i] || !bound[i]->host_data())
+        return invalid_argument("cpu: plan buffer '" + pb.name + "' is not bound to host memory");
+      if (bound[i]->size() < pb.bytes)
+        return invalid_argument("cpu: buffer bound to '" + pb.name + "' holds " + std::to_string(bound[i]->size()) +
+                                " bytes; the plan needs " + std::to_string(pb.bytes));
+      exe->buffers_[i] = bound[i];
+    } else {
+      auto* b = CpuBuffer::owned(pb.bytes, pb.role == BufferRole::arena ? MemoryUse::activations : MemoryUse::step_input);
+      if (!b) return resource_exhausted("cpu: cannot allocate " + std::to_string(pb.bytes) + " bytes for '" + pb.name + "'");
+      exe->owned_.emplace_back(b);
+      exe->buffers_[i] = b;
+    }
+  }
+
+  size_t scratch = 64;
+  const int64_t max_context = (int64_t)plan.bucket.max_blocks_per_seq;
+  exe->kv_slots_ = INT64_MAX;
+  for (const Dispatch& d : plan.dispatches) {
+    BoundDispatch bd{d.op, d.params, {}, {}, &d};
+    auto bind = [&](const PlanTensor& t) {
+      return BoundTensor{exe->buffers_[t.buffer]->host_data() + t.offset, t.desc, t.rows};
+    };
+    for (const auto& t : d.inputs) bd.in.push_back(bind(t));
+    for (const auto& t : d.outputs) bd.out.push_back(bind(t));
+    if (d.op == OpKind::matmul) {
+      if (!k::matmul_supports(d.inputs[1].desc.dtype))
+        return unsupported("cpu: " + d.label + ": no matmul kernel for " + std::string(name(d.inputs[1].desc.dtype)) + " weights");
+      scratch = std::max(scratch, k::matmul_workspace_bytes(d.inputs[1].desc.dtype, plan.bucket.max_tokens, d.inputs[0].desc.shape[1]));
+    }
+    if (d.op == OpKind::paged_attention) {
+      const auto& p = std::get<AttentionParams>(d.params);
+      exe->block_size_ = p.block_size;
+      scratch = std::max(scratch, k::attention_workspace_bytes(p, plan.bucket.max_tokens, max_context * p.block_size, pool.num_threads()));
+    }
+    if (d.op == OpKind::kv_append) {
+      const auto& p = std::get<KvCacheParams>(d.params);
+      const int64_t slots = d.inputs[3].desc.shape[0];
+      exe->kv_slots_ = std::min(exe->kv_slots_, slots);
+      exe->kv_blocks_ = exe->kv_slots_ / p.block_size;
+      exe->block_size_ = p.block_size;
+    }
+    exe->dispatches_.push_back(std::move(bd));
+  }
+  if (exe->kv_slots_ == INT64_MAX) exe->kv_slots_ = 0;
+  exe->scratch_.reset(CpuBuffer::owned(scratch, MemoryUse::activations));
+  if (!exe->scratch_) return resource_exhausted("cpu: cannot allocate " + std::to_string(scratch) + " bytes of kernel scratch");
+  return exe;
+}
+
+// Every index a kernel will follow is checked here, so bad step metadata is
+// an error and never an out-of-bounds access.
+Status CpuExecutable::check_step(const StepArgs& a) const {
+  const ShapeBucket& b = plan_.bucket;
+  if (!a.token_ids || !a.positions || !a.slot_mapping || !a.query_start || !a.seq_lens || !a.block_tables ||
+      (a.n_logit_rows > 0 && !a.logit_rows))
+    return invalid_argument("step: token_ids, positions, slot_mapping, query_start, seq_lens and block_tables are required");
+  if (a.n_tokens < 1 || a.n_tokens > b.max_tokens)
+    return invalid_argument("step: n_tokens " + std::to_string(a.n_tokens) + " outside [1, " + std::to_string(b.max_tokens) + "]");
+  if (a.n_seqs < 1 || a.n_seqs > b.max_seqs)
+    return invalid_argument("step: n_seqs " + std::to_string(a.n_seqs) + " outside [1, " + std::to_string(b.max_seqs) + "]");
+  if (a.n_logit_rows < 0 || a.n_logit_rows > b.max_logit_rows)
+    return invalid_argument("step: n_logit_rows " + std::to_string(a.n_logit_rows) + " outside [0, " + std::to_string(b.max_logit_rows) + "]");
+  for (int32_t i = 0; i < a.n_logit_rows; ++i)
+    if (a.logit_rows[i] < 0 || a.logit_rows[i] >= a.n_tokens)
+      return invalid_argument("step: logit_rows[" + std::to_string(i) + "] is not a token of the step");
+  if (a.query_start[0] != 0 || a.query_start[a.n_seqs] != a.n_tokens)
+    return invalid_argument("step: query_start must run from 0 to n_tokens");
+  const int64_t max_len = (int64_t)b.max_blocks_per_seq * std::max(block_size_, 1);
+  for (int32_t s = 0; s < a.n_seqs; ++s) {
+    if (a.query_start[s + 1] < a.query_start[s]) return invalid_argument("step: query_start is not ascending");
+    if (a.seq_lens[s] < 0 || a.seq_lens[s] > max_len)
+      return invalid_argument("step: seq_lens[" + std::to_string(s) + "] = " + std::to_string(a.seq_lens[s]) +
+                              " exceeds the bucket's " + std::to_string(max_len) + " positions");
+    const int32_t used_blocks = block_size_ ? (a.seq_lens[s] + block_size_ - 1) / block_size_ : 0;
+    for (int32_t j = 0; j < used_blocks; ++j) {
+      const int32_t blk = a.block_tables[(int64_t)s * b.max_blocks_per_seq + j];
+      if (blk < 0 || blk >= kv_blocks_) return invalid_argument("step: block table entry " + std::to_string(blk) + " is not a KV block");
+    }
+    for (int32_t t = a.query_start[s]; t < a.query_start[s + 1]; ++t)
+      if (a.positions[t] < 0 || a.positions[t] >= a.seq_lens[s])
+        return invalid_argument("step: position " + std::to_string(a.positions[t]) + " of token " + std::to_string(t) +
+                                " is outside its sequence's length " + std::to_string(a.seq_lens[s]));
+  }
+  for (int32_t t = 0; t < a.n_tokens; ++t)
+    if (a.slot_mapping[t] < 0 || a.slot_mapping[t] >= kv_slots_)
+      return invalid_argument("step: slot_mapping[" + std::to_string(t) + "] = " + std::to_string(a.slot_mapping[t]) + " is not a KV slot");
+  return Status::ok();
+}
+
+Status CpuExecutable::run(const StepArgs& args) {
+  TS_TRY(check_step(args));
+  for (size_t i = 0; i < plan_.buffers.size(); ++i) {
+    const PlanBuffer& pb = plan_.buffers[i];
+    if (pb.role != BufferRole::step_input) continue;
+    const int32_t* src = field_data(args, pb.field);
+    const int64_t n = field_count(args, pb.field, plan_.bucket);
+    if (n > 0 && !src) return invalid_argument(std::string("step: ") + to_string(pb.field) + " is missing");
+    if ((uint64_t)n * 4 > pb.bytes) return invalid_argument(std::string("step: ") + to_string(pb.field) + " exceeds the bucket");
+    if (n > 0) std::memcpy(buffers_[i]->host_data(), src, (size_t)n * 4);
+  }
+  for (const auto& d : dispatches_) TS_TRY(run_dispatch(d, args));
+  return Status::ok();
+}
+
+Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
+  auto f32 = [](const BoundTensor& t) { return reinterpret_cast<float*>(t.data); };
+  auto i32 = [](const BoundTensor& t) { return reinterpret_cast<int32_t*>(t.data); };
+  const int64_t rows = d.out.empty() ? 0 : rows_of(d.out[0], a);
+  switch (d.op) {
+    case OpKind::embedding: {
+      const auto& table = d.in[0];
+      const int64_t vocab = table.desc.shape[0];
+      const int32_t* ids = i32(d.in[1]);
+      for (int64_t t = 0; t < rows; ++t)
+        if (ids[t] < 0 || ids[t] >= vocab)
+          return out_of_range("step: token id " + std::to_string(ids[t]) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+      k::embedding({table.data, table.desc.dtype, vocab, table.desc.shape[1], ids, rows, f32(d.out[0])}, pool_);
+      return Status::ok();
+    }
+    case OpKind::rms_norm:
+      k::rms_norm({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows, d.in[0].desc.shape.last(), std::get<RmsNormParams>(d.params)}, pool_);
+      return Status::ok();
+    case OpKind::matmul: {
+      kernels::MatmulArgs m;
+      m.x = f32(d.in[0]);
+      m.w = d.in[1].data;
+      m.w_dtype = d.in[1].desc.dtype;
+      m.y = f32(d.out[0]);
+      m.m = rows;
+      m.n = d.in[1].desc.shape[0];
+      m.k = d.in[1].desc.shape[1];
+      m.workspace = scratch_->host_data();
+      k::matmul(m, pool_);
+      return Status::ok();
+    }
+    case OpKind::rope: {
+      float* x = f32(d.out[0]);
+      if (x != f32(d.in[0])) std::memcpy(x, f32(d.in[0]), (size_t)(rows * d.in[0].desc.shape.last()) * 4);
+      k::rope({x, i32(d.in[1]), rows, std::get<RopeParams>(d.params)}, pool_);
+      return Status::ok();
+    }
+    case OpKind::kv_append: {
+      kernels::KvAppendArgs kv;
+      kv.k = f32(d.in[0]);
+      kv.v = f32(d.in[1]);
+      kv.slot_mapping = i32(d.in[2]);
+      kv.n_tokens = a.n_tokens;
+      kv.k_pool = f32(d.in[3]);
+      kv.v_pool = f32(d.in[4]);
+      kv.num_slots = d.in[3].desc.shape[0];
+      kv.p = std::get<KvCacheParams>(d.params);
+      k::kv_append(kv, pool_);
+      return Status::ok();
+    }
+    case OpKind::paged_attention: {
+      kernels::AttentionArgs at;
+      at.q = f32(d.in[0]);
+      at.out = f32(d.out[0]);
+      at.n_tokens = a.n_tokens;
+      at.k_pool = f32(d.in[1]);
+      at.v_pool = f32(d.in[2]);
+      at.positions = i32(d.in[3]);
+      at.query_start = i32(d.in[4]);
+      at.seq_lens = i32(d.in[5]);
+      at.block_tables = i32(d.in[6]);
+      at.n_seqs = a.n_seqs;
+      at.max_blocks_per_seq = plan_.bucket.max_blocks_per_seq;
+      at.p = std::get<AttentionParams>(d.params);
+      at.workspace = scratch_->host_data();
+      k::paged_attention(at, pool_);
+      return Status::ok();
+    }
+    case OpKind::silu_mul:
+      k::silu_mul({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * d.in[0].desc.shape.last()}, pool_);
+      return Status::ok();
+    case OpKind::add:
+      k::add({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * d.in[0].desc.shape.last()}, pool_);
+      return Status::ok();
+    case OpKind::softmax: {
+      float* x = f32(d.out[0]);
+      if (x != f32(d.in[0])) std::memcpy(x, f32(d.in[0]), (size_t)(rows * d.in[0].desc.shape.last()) * 4);
+      k::softmax({x, rows, d.in[0].desc.shape.last()}, pool_);
+      return Status::ok();
+    }
+    case OpKind::argmax:
+      k::argmax({f32(d.in[0]), i32(d.out[0]), rows, d.in[0].desc.shape.last()}, pool_);
+      return Status::ok();
+    case OpKind::gather_rows: {
+      kernels::GatherRowsArgs g;
+      g.x = d.in[0].data;
+      g.rows = i32(d.in[1]);
+      g.out = d.out[0].data;
+      g.n_rows = rows;
+      g.n_src_rows = rows_of(d.in[0], a);
+      g.row_bytes = d.in[0].desc.row_bytes();
+      k::gather_rows(g, pool_);
+      return Status::ok();
+    }
+  }
+  return internal_error("cpu: unknown op in " + d.source->label);
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,51 @@
+#pragma once
+// A Plan bound to host memory: every dispatch's pointers resolved once at
+// compile time; run() fills the step inputs, checks them against the
+// bucket, and calls the CPU kernels in order.
+#include <memory>
+#include <vector>
+
+#include "backends/cpu/cpu_buffer.h"
+#include "core/hal/stream.h"
+#include "core/parallel.h"
+
+namespace tessera::cpu {
+
+struct BoundTensor {
+  std::byte* data = nullptr;
+  TensorDesc desc;
+  RowCount rows = RowCount::fixed;
+};
+
+struct BoundDispatch {
+  OpKind op;
+  OpParams params;
+  std::vector<BoundTensor> in, out;
+  const Dispatch* source = nullptr;
+};
+
+class CpuExecutable final : public Executable {
+ public:
+  static Expected<std::unique_ptr<CpuExecutable>> create(const Plan& plan, std::span<Buffer* const> bound,
+                                                         ParallelFor& pool);
+  const Plan& plan() const override { return plan_; }
+  Buffer& buffer(uint32_t id) override { return *buffers_[id]; }
+  Status run(const StepArgs& args);
+
+ private:
+  CpuExecutable(const Plan& plan, ParallelFor& pool) : plan_(plan), pool_(pool) {}
+  Status check_step(const StepArgs& args) const;
+  Status run_dispatch(const BoundDispatch& d, const StepArgs& args);
+
+  Plan plan_;
+  ParallelFor& pool_;
+  std::vector<Buffer*> buffers_;                 // by plan buffer id
+  std::vector<std::unique_ptr<CpuBuffer>> owned_;  // arena, step inputs, scratch
+  std::vector<BoundDispatch> dispatches_;
+  std::unique_ptr<CpuBuffer> scratch_;
+  int64_t kv_slots_ = 0;    // slots in the smallest pool, bound for slot_mapping
+  int64_t kv_blocks_ = 0;
+  int32_t block_size_ = 0;
+};
+
+}  // namespace tessera::cpu

@@ -1,0 +1,10 @@
+#pragma once
+#include "core/hal/device_info.h"
+
+namespace tessera::cpu {
+
+// This machine as the CPU backend sees it: model name, cores, memory, caches
+// (from /proc and /sys), the ISA the kernels chose. Roofs are filled by bench.
+DeviceInfo probe_cpu_info(int threads);
+
+}  // namespace tessera::cpu

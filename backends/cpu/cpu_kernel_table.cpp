@@ -1,0 +1,26 @@
+#include "backends/cpu/cpu_kernel_table.h"
+
+#include <string>
+
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace tessera::cpu {
+
+KernelChoice CpuKernelTable::query(const OpQuery& q) const {
+  namespace k = kernels::cpu;
+  const std::string isa(k::name(k::active_isa()));
+  if (q.dtype != DType::f32 && q.op != OpKind::argmax && q.op != OpKind::gather_rows)
+    return {false, "", "cpu kernels take f32 activations, got " + std::string(name(q.dtype))};
+  switch (q.op) {
+    case OpKind::matmul:
+      if (!k::matmul_supports(q.weight_dtype))
+        return {false, "", "no cpu matmul for " + std::string(name(q.weight_dtype)) + " weights"};
+      return {true, k::matmul_kernel_name(q.weight_dtype, 1), ""};
+    case OpKind::embedding:
+      return {true, std::string(name(q.weight_dtype)) + "_embedding", ""};
+    default:
+      return {true, std::string(name(q.op)) + "__" + isa, ""};
+  }
+}
+
+}  // namespace tessera::cpu

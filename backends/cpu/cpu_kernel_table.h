@@ -1,0 +1,13 @@
+#pragma once
+#include "core/hal/kernel_table.h"
+
+namespace tessera::cpu {
+
+// Every op for f32 activations; matmul and embedding for each weight dtype
+// the CPU kernels implement.
+class CpuKernelTable final : public KernelTable {
+ public:
+  KernelChoice query(const OpQuery& q) const override;
+};
+
+}  // namespace tessera::cpu

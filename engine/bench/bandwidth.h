@@ -1,0 +1,30 @@
+#pragma once
+// The machine's memory-read roof: what `tessera bench` divides achieved
+// bytes/s by to report MBU. Measured, never taken from a spec sheet.
+#include <cstdint>
+
+#include "core/parallel.h"
+
+namespace tessera {
+
+struct BandwidthResult {
+  double read_GBps = 0;      // 1e9 bytes per second, median of reps
+  uint64_t bytes = 0;        // bytes read per rep (the request rounded down to 256)
+  int reps = 0;
+  const char* kernel = "";   // the read loop used: "avx512f", "avx2" or "portable"
+};
+
+// Streaming-read bandwidth over one buffer of `bytes`, every thread of pf
+// reading disjoint chunks with the widest loads the CPU has; the median of
+// `reps` timed passes after one untimed warm-up. The buffer is allocated and
+// touched once, before timing. `bytes` must exceed the last-level cache
+// (the bench passes max(4 × LLC, 1 GiB)), or this measures the cache.
+// read_GBps stays 0 when the buffer cannot be allocated.
+BandwidthResult measure_read_bandwidth(ParallelFor& pf, uint64_t bytes, int reps = 5);
+
+// The largest cache size listed under /sys/devices/system/cpu/cpu0/cache
+// (as seen by cpu0: on parts with several L3 slices, one slice); 32 MiB when
+// that is not readable.
+uint64_t last_level_cache_bytes();
+
+}  // namespace tessera

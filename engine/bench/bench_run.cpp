@@ -1,0 +1,143 @@
+#include "engine/bench/bench_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+
+#include "backends/builtin.h"
+#include "backends/cpu/cpu_device.h"
+#include "core/hal/registry.h"
+#include "core/thread_pool.h"
+#include "engine/bench/bandwidth.h"
+#include "engine/bench/synthetic_model.h"
+#include "engine/models/load_model.h"
+#include "engine/runtime/model_runner.h"
+#include "engine/runtime/session.h"
+
+namespace tessera {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int32_t argmax(std::span<const float> x) {
+  return (int32_t)(std::max_element(x.begin(), x.end()) - x.begin());
+}
+
+Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const BenchOptions& o, int device_index,
+                                   ThreadPool& pool, void (*log)(const std::string&)) {
+  const LlamaConfig& c = w->config;
+  const int32_t ctx = std::min(c.context_length, o.prompt_tokens + o.gen_tokens + 16);
+  if (o.prompt_tokens < 1 || o.gen_tokens < 2) return invalid_argument("bench: --prompt-tokens >= 1 and --gen-tokens >= 2 required");
+  if (o.prompt_tokens + o.gen_tokens > c.context_length)
+    return invalid_argument("bench: prompt plus generated tokens exceed the model's context " + std::to_string(c.context_length));
+  RunnerOptions ro;
+  ro.backend = o.backend;
+  ro.device = device_index;
+  ro.max_context = ctx;
+  ro.max_prefill_tokens = o.prompt_tokens;
+  TS_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(w, ro));
+
+  BenchReport r;
+  r.device = runner->device_info();
+  r.model = w->source;
+  r.prompt_tokens = o.prompt_tokens;
+  r.gen_tokens = o.gen_tokens;
+  r.dispatches_per_decode_step = runner->dispatches_per_step();
+  for (const auto& t : w->tensors)
+    if (t.name == "blk.0.attn_q.weight") r.weight_type = std::string(name(t.desc.dtype));
+  r.weight_bytes = w->total_bytes();
+
+  std::mt19937 rng((uint32_t)o.seed);
+  std::vector<int32_t> prompt((size_t)o.prompt_tokens);
+  prompt[0] = 1;
+  for (size_t i = 1; i < prompt.size(); ++i) prompt[i] = (int32_t)(rng() % (uint32_t)c.vocab_size);
+
+  // Warm-up: compile the decode and prefill plans, touch every weight page.
+  {
+    TS_ASSIGN_OR_RETURN(auto warm, Session::create(*runner));
+    TS_TRY(warm->feed(std::span<const int32_t>(prompt).first(std::min<size_t>(prompt.size(), 4))));
+    const int32_t t = argmax(warm->logits());
+    TS_TRY(warm->feed(std::span<const int32_t>(&t, 1)));
+  }
+  TS_ASSIGN_OR_RETURN(const Plan* decode_plan, runner->plan_for(1));
+  r.peak_activation_bytes = decode_plan->arena_peak_bytes;
+  r.activation_lower_bound_bytes = decode_plan->arena_lower_bound_bytes;
+
+  r.bandwidth_bytes = std::max<uint64_t>(4 * last_level_cache_bytes(), 1ull << 30);
+  log("bench: measuring read bandwidth over " + std::to_string(r.bandwidth_bytes >> 20) + " MiB");
+  r.read_GBps_before = measure_read_bandwidth(pool, r.bandwidth_bytes).read_GBps;
+
+  log("bench: prefill " + std::to_string(o.prompt_tokens) + " tokens, decode " + std::to_string(o.gen_tokens));
+  TS_ASSIGN_OR_RETURN(auto s, Session::create(*runner));
+  const auto t0 = Clock::now();
+  TS_TRY(s->feed(prompt));
+  const auto t1 = Clock::now();
+  int32_t next = argmax(s->logits());
+  const auto t2 = Clock::now();
+  r.ttft_ms = ms_between(t0, t2);
+  r.prefill_tok_s = o.prompt_tokens * 1e3 / ms_between(t0, t1);
+
+  std::vector<double> step_ms;
+  uint64_t kv_bytes = 0;
+  const uint64_t kv_per_position = 2ull * (uint64_t)c.n_layers * (uint64_t)c.kv_dim() * sizeof(float);
+  for (int32_t i = 0; i < o.gen_tokens - 1; ++i) {
+    const auto a = Clock::now();
+    TS_TRY(s->feed(std::span<const int32_t>(&next, 1)));
+    next = argmax(s->logits());
+    step_ms.push_back(ms_between(a, Clock::now()));
+    kv_bytes += kv_per_position * (uint64_t)s->position();
+  }
+  r.read_GBps_after = measure_read_bandwidth(pool, r.bandwidth_bytes).read_GBps;
+
+  r.tpot_ms = median(step_ms);
+  r.decode_tok_s = r.tpot_ms > 0 ? 1e3 / r.tpot_ms : 0;
+  r.bytes_per_token = runner->weight_bytes_per_token() + kv_bytes / step_ms.size();
+  const double roof = r.read_GBps() * 1e9;
+  r.mbu = roof > 0 ? (double)r.bytes_per_token * r.decode_tok_s / roof : 0;
+  return r;
+}
+
+}  // namespace
+
+Expected<std::vector<BenchReport>> run_bench(const BenchOptions& o, void (*log)(const std::string&)) {
+  register_builtin_backends();
+  Backend* backend = BackendRegistry::global().find(o.backend);
+  if (!backend) return not_found("--backend: '" + o.backend + "' is not available");
+  const auto devices = backend->enumerate();
+  if (devices.empty()) return not_found("--backend " + o.backend + ": no device (" + backend->why_none() + ")");
+
+  ThreadPool pool(cpu::default_cpu_threads());
+  std::shared_ptr<const ModelWeights> weights;
+  const auto t0 = Clock::now();
+  if (o.model_path.empty()) {
+    const SyntheticSpec spec = default_bench_spec(o.synthetic_type);
+    log("bench: building the synthetic model (" + std::to_string(synthetic_model_bytes(spec) >> 20) + " MiB of " +
+        std::string(name(o.synthetic_type)) + " weights)");
+    TS_ASSIGN_OR_RETURN(ModelWeights w, make_synthetic_llama(spec, pool));
+    weights = std::make_shared<ModelWeights>(std::move(w));
+  } else {
+    TS_ASSIGN_OR_RETURN(ModelWeights w, load_model(o.model_path));
+    weights = std::make_shared<ModelWeights>(std::move(w));
+  }
+  const double build_s = ms_between(t0, Clock::now()) / 1e3;
+
+  std::vector<BenchReport> reports;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    TS_ASSIGN_OR_RETURN(BenchReport r, bench_device(weights, o, (int)i, pool, log));
+    r.model_build_s = build_s;
+    reports.push_back(std::move(r));
+  }
+  return reports;
+}
+
+}  // namespace tessera

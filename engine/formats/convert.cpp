@@ -1,0 +1,160 @@
+#include "engine/formats/convert.h"
+
+#include <cstring>
+
+#include "core/half.h"
+#include "core/quant.h"
+#include "engine/formats/gguf_writer.h"
+
+namespace tessera {
+
+namespace {
+// llama.cpp's general.file_type (llama_ftype) for the main weight type.
+uint32_t file_type_of(DType t) {
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::f16: return 1;
+    case DType::q4_0: return 2;
+    case DType::q8_0: return 7;
+    default: return 0;
+  }
+}
+
+std::string file_stem(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const size_t dot = base.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
+}
+
+// One row of `n` elements converted from `from` to `to` through f32.
+void convert_row(DType from, const std::byte* src, DType to, std::byte* dst, int64_t n, std::vector<float>& scratch) {
+  scratch.resize((size_t)n);
+  dequantize_row(from, src, scratch.data(), n);
+  if (to == DType::f32) {
+    std::memcpy(dst, scratch.data(), (size_t)n * sizeof(float));
+  } else if (to == DType::f16) {
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t h = f32_to_f16(scratch[(size_t)i]);
+      std::memcpy(dst + i * 2, &h, 2);
+    }
+  } else {
+    quantize_row(to, scratch.data(), dst, n);
+  }
+}
+
+std::vector<std::byte> convert_tensor(const WeightTensor& t, DType to) {
+  const TensorDesc out = TensorDesc::contiguous(to, t.desc.shape);
+  std::vector<std::byte> bytes((size_t)out.bytes());
+  const int64_t rows = t.desc.rows(), n = t.desc.shape.last();
+  const int64_t in_row = t.desc.row_bytes(), out_row = out.row_bytes();
+  std::vector<float> scratch;
+  for (int64_t r = 0; r < rows; ++r) convert_row(t.desc.dtype, t.data.data() + r * in_row, to, bytes.data() + r * out_row, n, scratch);
+  return bytes;
+}
+
+// HF half-split RoPE rows → GGUF's adjacent pairs: within each head, row
+// 2i+j takes old row j*head_dim/2 + i (llama.cpp's converter permute).
+std::vector<std::byte> interleave_rope_rows(std::span<const std::byte> src, int64_t rows, int64_t row_bytes,
+                                            int64_t head_dim) {
+  std::vector<std::byte> out(src.size());
+  const int64_t half = head_dim / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t h = r / head_dim, k = r % head_dim, i = k / 2, j = k % 2;
+    const int64_t old = h * head_dim + j * half + i;
+    std::memcpy(out.data() + r * row_bytes, src.data() + old * row_bytes, (size_t)row_bytes);
+  }
+  return out;
+}
+
+bool is_qk(const std::string& name) {
+  const auto ends = [&](std::string_view s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
+  return ends(".attn_q.weight") || ends(".attn_k.weight");
+}
+
+void write_config(GgufWriter& w, const ModelWeights& m, DType type) {
+  const LlamaConfig& c = m.config;
+  const auto name = m.metadata.find("general.name");
+  w.set_string("general.architecture", "llama");
+  w.set_string("general.name", name != m.metadata.end() ? name->second : file_stem(m.source));
+  w.set_u32("general.alignment", kGgufDefaultAlignment);
+  w.set_u32("general.file_type", file_type_of(type));
+  w.set_u32("llama.context_length", (uint32_t)c.context_length);
+  w.set_u32("llama.embedding_length", (uint32_t)c.dim);
+  w.set_u32("llama.block_count", (uint32_t)c.n_layers);
+  w.set_u32("llama.feed_forward_length", (uint32_t)c.hidden_dim);
+  w.set_u32("llama.rope.dimension_count", (uint32_t)c.rope_dims);
+  w.set_u32("llama.attention.head_count", (uint32_t)c.n_heads);
+  w.set_u32("llama.attention.head_count_kv", (uint32_t)c.n_kv_heads);
+  w.set_f32("llama.attention.layer_norm_rms_epsilon", c.rms_eps);
+  w.set_f32("llama.rope.freq_base", c.rope_theta);
+  w.set_u32("llama.vocab_size", (uint32_t)c.vocab_size);
+}
+
+void write_tokenizer(GgufWriter& w, const TokenizerData& t) {
+  w.set_string("tokenizer.ggml.model", t.model);
+  if (!t.pre.empty()) w.set_string("tokenizer.ggml.pre", t.pre);
+  w.set_string_array("tokenizer.ggml.tokens", t.tokens);
+  w.set_f32_array("tokenizer.ggml.scores", t.scores);
+  std::vector<int32_t> types;
+  for (TokenType x : t.types) types.push_back((int32_t)x);
+  w.set_i32_array("tokenizer.ggml.token_type", types);
+  if (!t.merges.empty()) w.set_string_array("tokenizer.ggml.merges", t.merges);
+  w.set_u32("tokenizer.ggml.bos_token_id", (uint32_t)t.bos_id);
+  w.set_u32("tokenizer.ggml.eos_token_id", (uint32_t)t.eos_id);
+  w.set_u32("tokenizer.ggml.unknown_token_id", (uint32_t)t.unk_id);
+  if (t.pad_id >= 0) w.set_u32("tokenizer.ggml.padding_token_id", (uint32_t)t.pad_id);
+  w.set_bool("tokenizer.ggml.add_bos_token", t.add_bos);
+  w.set_bool("tokenizer.ggml.add_eos_token", t.add_eos);
+  if (!t.add_space_prefix) w.set_bool("tokenizer.ggml.add_space_prefix", false);
+}
+}  // namespace
+
+Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType type, const std::string& out_path,
+                        std::vector<std::string>* notes) {
+  if (type != DType::f32 && type != DType::f16 && type != DType::q8_0 && type != DType::q4_0)
+    return invalid_argument(out_path + ": weight type " + std::string(name(type)) +
+                            " cannot be written; expected f32, f16, q8_0 or q4_0");
+  TS_TRY(m.config.validate(m.source));
+  if (tok && (tok->scores.size() != tok->tokens.size() || tok->types.size() != tok->tokens.size()))
+    return invalid_argument(m.source + ": tokenizer has " + std::to_string(tok->tokens.size()) + " tokens, " +
+                            std::to_string(tok->scores.size()) + " scores and " + std::to_string(tok->types.size()) +
+                            " types; expected equal counts");
+  const bool half_split = m.config.rope_layout == RopeLayout::half_split;
+  if (half_split && m.config.rope_dims != m.config.head_dim())
+    return unsupported(m.source + ": half-split RoPE over " + std::to_string(m.config.rope_dims) + " of " +
+                       std::to_string(m.config.head_dim()) + " head dims cannot be written as GGUF's interleaved order");
+  auto note = [&](std::string s) { if (notes) notes->push_back(std::move(s)); };
+
+  GgufWriter w;
+  write_config(w, m, type);
+  if (tok) write_tokenizer(w, *tok);
+  for (const WeightTensor& t : m.tensors) {
+    if (m.config.tied_embeddings && t.name == "output.weight") continue;
+    const DType from = t.desc.dtype;
+    DType to = from;
+    if (from != DType::i8 && from != DType::i32) to = t.desc.shape.rank == 2 ? type : DType::f32;
+    if (!is_whole_blocks(to, t.desc.shape.last())) {
+      note("tensor '" + t.name + "': rows of " + std::to_string(t.desc.shape.last()) +
+           " elements are not a whole number of " + std::string(name(to)) + " blocks (" +
+           std::to_string(traits(to).block_elems) + "); written as f16");
+      to = DType::f16;
+    }
+    std::vector<std::byte> bytes;
+    if (to != from) bytes = convert_tensor(t, to);
+    if (half_split && is_qk(t.name)) {
+      const std::span<const std::byte> src = to != from ? std::span<const std::byte>(bytes) : t.data;
+      const int64_t row_bytes = (int64_t)bytes_for(to, t.desc.shape.last());
+      bytes = interleave_rope_rows(src, t.desc.rows(), row_bytes, m.config.head_dim());
+      note("tensor '" + t.name + "': rows permuted from half-split to interleaved RoPE order");
+      TS_TRY(w.add_tensor(t.name, to, t.desc.shape, std::move(bytes)));
+    } else if (to != from) {
+      TS_TRY(w.add_tensor(t.name, to, t.desc.shape, std::move(bytes)));
+    } else {
+      TS_TRY(w.add_tensor(t.name, to, t.desc.shape, t.data));
+    }
+  }
+  return w.write(out_path);
+}
+
+}  // namespace tessera

@@ -1,0 +1,22 @@
+#include "engine/models/load_model.h"
+
+#include <cstring>
+
+#include "core/mapped_file.h"
+#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/llama2c_loader.h"
+
+namespace tessera {
+
+Expected<ModelWeights> load_model(const std::string& path) {
+  bool is_gguf = false;
+  {
+    TS_ASSIGN_OR_RETURN(const MappedFile file, MappedFile::open(path));
+    if (file.size() == 0)
+      return invalid_argument(path + ": file is empty; expected a GGUF file or a llama2.c checkpoint");
+    is_gguf = file.size() >= 4 && std::memcmp(file.data(), "GGUF", 4) == 0;
+  }
+  return is_gguf ? load_gguf_llama(path) : load_llama2c(path);
+}
+
+}  // namespace tessera

@@ -1,0 +1,13 @@
+#pragma once
+// Opens a model file of any supported format: GGUF when the file starts with
+// the GGUF magic, else a llama2.c checkpoint.
+#include <string>
+
+#include "core/status.h"
+#include "engine/models/model_weights.h"
+
+namespace tessera {
+
+Expected<ModelWeights> load_model(const std::string& path);
+
+}  // namespace tessera

@@ -1,0 +1,20 @@
+#pragma once
+// The llama architecture as a graph: one step over T tokens of any number of
+// sequences, K/V appended to paged per-layer pools, logits for R chosen rows.
+#include "core/status.h"
+#include "engine/models/model_weights.h"
+#include "graph/ir.h"
+
+namespace tessera {
+
+struct KvLayout {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;
+  int64_t num_slots() const { return (int64_t)num_blocks * block_size; }
+};
+
+// Every weight is taken from `w` with its shape checked against the config;
+// a missing or misshapen tensor is an error naming it.
+Expected<graph::Graph> build_llama_graph(const ModelWeights& w, const KvLayout& kv);
+
+}  // namespace tessera

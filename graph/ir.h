@@ -1,0 +1,58 @@
+#pragma once
+// The graph IR: SSA values with a shape and dtype, nodes with an op kind and
+// attributes. Shapes may be symbolic in their outermost dimension (T: the
+// tokens of a step, R: the rows whose logits are returned); lowering fixes
+// them per shape bucket.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/hal/plan.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+
+namespace tessera::graph {
+
+using ValueId = int32_t;
+inline constexpr ValueId kNoValue = -1;
+
+enum class ValueKind : uint8_t {
+  step_input,  // filled from StepArgs every step (token ids, positions, ...)
+  weight,      // a model tensor, bound by name at compile time
+  kv_pool,     // one layer's K or V pool, bound at compile time, lives across steps
+  computed,    // produced by a node
+};
+const char* to_string(ValueKind k);
+
+struct Value {
+  std::string name;       // weight/pool name; empty for computed values
+  ValueKind kind = ValueKind::computed;
+  TensorDesc desc;        // dim 0 is a placeholder when rows != fixed
+  RowCount rows = RowCount::fixed;
+  StepField field = StepField::none;  // for step inputs
+  int32_t producer = -1;  // node index, -1 for non-computed values
+  // A kv_append output names the pool it updated: it shares its storage.
+  ValueId aliases = kNoValue;
+};
+
+struct Node {
+  OpKind op;
+  OpParams params;
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  std::string label;  // e.g. "blk.3.attn_q"
+};
+
+class Graph {
+ public:
+  std::string name = "model";
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<ValueId> outputs;  // the values a step returns (logits first)
+
+  const Value& value(ValueId id) const { return values[(size_t)id]; }
+  Value& value(ValueId id) { return values[(size_t)id]; }
+  ValueId add_value(Value v);
+};
+
+}  // namespace tessera::graph

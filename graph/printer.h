@@ -1,0 +1,14 @@
+#pragma once
+// The textual form of a graph, one node a line:
+//   %5 = rms_norm(%3, %4) {eps=1e-05} : f32[T, 64]  # blk.0.attn_norm
+// T and R stand for the symbolic token and logit-row dimensions.
+#include <string>
+
+#include "graph/ir.h"
+
+namespace tessera::graph {
+
+std::string print(const Graph& g);
+std::string print_params(const OpParams& p);
+
+}  // namespace tessera::graph

@@ -1,0 +1,95 @@
+#include "graph/shape_rules.h"
+
+#include <string>
+
+namespace tessera::graph {
+
+namespace {
+
+Status expect(bool ok, OpKind op, const std::string& what) {
+  if (ok) return Status::ok();
+  return invalid_argument(std::string(name(op)) + ": " + what);
+}
+
+std::string desc_of(const Value& v) { return v.desc.to_string(); }
+
+InferredOutput f32_rows(RowCount rows, int64_t rows_max, int64_t cols) {
+  return {TensorDesc::contiguous(DType::f32, Shape{rows_max, cols}), rows};
+}
+
+}  // namespace
+
+Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, const OpParams& params,
+                                                    const std::vector<ValueId>& in) {
+  auto arity = [&](size_t n) { return expect(in.size() == n, op, "expects " + std::to_string(n) + " inputs, got " + std::to_string(in.size())); };
+  auto v = [&](size_t i) -> const Value& { return g.value(in[i]); };
+  switch (op) {
+    case OpKind::embedding: {
+      TS_TRY(arity(2));
+      TS_TRY(expect(v(0).desc.shape.rank == 2, op, "table must be 2-D, got " + desc_of(v(0))));
+      TS_TRY(expect(v(1).desc.dtype == DType::i32, op, "ids must be i32, got " + desc_of(v(1))));
+      return std::vector{f32_rows(v(1).rows, v(1).desc.shape[0], v(0).desc.shape[1])};
+    }
+    case OpKind::rms_norm: {
+      TS_TRY(arity(2));
+      TS_TRY(expect(v(1).desc.shape.numel() == v(0).desc.shape.last(), op,
+                    "weight " + desc_of(v(1)) + " does not match rows of " + desc_of(v(0))));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::matmul: {
+      TS_TRY(arity(2));
+      const auto& x = v(0).desc;
+      const auto& w = v(1).desc;
+      TS_TRY(expect(w.shape.rank == 2 && x.shape.rank == 2, op, "expects x[T, K] and w[N, K]"));
+      TS_TRY(expect(x.shape[1] == w.shape[1], op, "x " + x.to_string() + " and w " + w.to_string() + " disagree on K"));
+      return std::vector{f32_rows(v(0).rows, x.shape[0], w.shape[0])};
+    }
+    case OpKind::rope: {
+      TS_TRY(arity(2));
+      const auto& p = std::get<RopeParams>(params);
+      TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.n_heads * p.head_dim, op, "x width is not n_heads * head_dim"));
+      TS_TRY(expect(p.rot_dims > 0 && p.rot_dims <= p.head_dim && p.rot_dims % 2 == 0, op, "rot_dims must be even and <= head_dim"));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::kv_append: {
+      // (k, v, slot_mapping, k_pool, v_pool) -> (k_pool', v_pool')
+      TS_TRY(arity(5));
+      const auto& p = std::get<KvCacheParams>(params);
+      const int64_t width = (int64_t)p.n_kv_heads * p.head_dim;
+      TS_TRY(expect(v(0).desc.shape.last() == width && v(1).desc.shape.last() == width, op, "k/v width is not n_kv_heads * head_dim"));
+      TS_TRY(expect(v(3).desc.shape.last() == width && v(4).desc.shape.last() == width, op, "pool width is not n_kv_heads * head_dim"));
+      return std::vector{InferredOutput{v(3).desc, RowCount::fixed}, InferredOutput{v(4).desc, RowCount::fixed}};
+    }
+    case OpKind::paged_attention: {
+      // (q, k_pool, v_pool, positions, query_start, seq_lens, block_tables)
+      TS_TRY(arity(7));
+      const auto& p = std::get<AttentionParams>(params);
+      TS_TRY(expect(p.n_kv_heads > 0 && p.n_heads % p.n_kv_heads == 0, op, "n_heads must be a multiple of n_kv_heads"));
+      TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.n_heads * p.head_dim, op, "q width is not n_heads * head_dim"));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::silu_mul:
+    case OpKind::add: {
+      TS_TRY(arity(2));
+      TS_TRY(expect(v(0).desc.shape == v(1).desc.shape, op, desc_of(v(0)) + " and " + desc_of(v(1)) + " differ"));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::softmax: {
+      TS_TRY(arity(1));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::argmax: {
+      TS_TRY(arity(1));
+      return std::vector{InferredOutput{TensorDesc::contiguous(DType::i32, Shape{v(0).desc.shape[0]}), v(0).rows}};
+    }
+    case OpKind::gather_rows: {
+      TS_TRY(arity(2));
+      TS_TRY(expect(v(1).desc.dtype == DType::i32, op, "rows must be i32"));
+      TensorDesc d = TensorDesc::contiguous(v(0).desc.dtype, Shape{v(1).desc.shape[0], v(0).desc.shape.last()});
+      return std::vector{InferredOutput{d, v(1).rows}};
+    }
+  }
+  return internal_error("infer_outputs: unknown op");
+}
+
+}  // namespace tessera::graph

@@ -1,0 +1,64 @@
+// Element-wise and row-wise ops in plain loops the compiler vectorizes,
+// split into chunks of a few cache lines' worth of work per thread.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace tessera::kernels::cpu {
+
+namespace {
+constexpr int64_t kElemGrain = 16384;
+int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, kElemGrain / std::max<int64_t>(1, cols)); }
+}  // namespace
+
+void silu_mul(const SiluMulArgs& a, ParallelFor& pf) {
+  pf.run(a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float g = a.gate[i];
+      a.out[i] = g * (1.0f / (1.0f + expf(-g))) * a.up[i];
+    }
+  });
+}
+
+void add(const AddArgs& a, ParallelFor& pf) {
+  pf.run(a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) a.out[i] = a.a[i] + a.b[i];
+  });
+}
+
+// Max-subtracted, divided by the sum, as llama2.c does.
+void softmax(const SoftmaxArgs& a, ParallelFor& pf) {
+  pf.run(a.rows, row_grain(a.cols), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* x = a.x + r * a.cols;
+      float max = -INFINITY;
+      for (int64_t j = 0; j < a.cols; ++j) max = std::max(max, x[j]);
+      float sum = 0.0f;
+      for (int64_t j = 0; j < a.cols; ++j) {
+        x[j] = expf(x[j] - max);
+        sum += x[j];
+      }
+      for (int64_t j = 0; j < a.cols; ++j) x[j] /= sum;
+    }
+  });
+}
+
+void argmax(const ArgmaxArgs& a, ParallelFor& pf) {
+  pf.run(a.rows, row_grain(a.cols), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* x = a.x + r * a.cols;
+      int64_t best = 0;
+      float best_v = a.cols > 0 ? x[0] : 0.0f;
+      for (int64_t j = 1; j < a.cols; ++j) {
+        if (x[j] > best_v) {
+          best_v = x[j];
+          best = j;
+        }
+      }
+      a.out[r] = (int32_t)best;
+    }
+  });
+}
+
+}  // namespace tessera::kernels::cpu

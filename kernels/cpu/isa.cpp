@@ -1,0 +1,102 @@
+// ISA probe and the per-family kernel tables. The family is chosen once, on
+// first use: TESSERA_CPU_ISA=portable|avx2|avx512_vnni if set and runnable,
+// else the best the CPU runs; force_isa() switches it (tests, --isa).
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/isa_kernels.h"
+
+namespace tessera::kernels::cpu {
+
+std::string_view name(Isa isa) {
+  switch (isa) {
+    case Isa::portable: return "portable";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512_vnni: return "avx512_vnni";
+  }
+  return "unknown";
+}
+
+Isa detect_isa() {
+#if defined(TESSERA_X86)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("f16c") &&
+      __builtin_cpu_supports("fma"))
+    return Isa::avx512_vnni;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    return Isa::avx2;
+#endif
+  return Isa::portable;
+}
+
+std::vector<Isa> runnable_isas() {
+  std::vector<Isa> out{Isa::portable};
+  const Isa best = detect_isa();
+  if (best >= Isa::avx2) out.push_back(Isa::avx2);
+  if (best >= Isa::avx512_vnni) out.push_back(Isa::avx512_vnni);
+  return out;
+}
+
+namespace {
+
+Isa initial_isa() {
+  const Isa best = detect_isa();
+  const char* env = std::getenv("TESSERA_CPU_ISA");
+  if (env == nullptr || *env == '\0') return best;
+  for (Isa isa : runnable_isas())
+    if (name(isa) == env) return isa;
+  std::fprintf(stderr, "tessera: TESSERA_CPU_ISA=%s is not one this CPU runs (portable, avx2, avx512_vnni); using %s\n",
+               env, std::string(name(best)).c_str());
+  return best;
+}
+
+std::atomic<Isa>& isa_slot() {
+  static std::atomic<Isa> slot{initial_isa()};
+  return slot;
+}
+
+}  // namespace
+
+Isa active_isa() { return isa_slot().load(std::memory_order_relaxed); }
+
+void force_isa(Isa isa) {
+  if (isa > detect_isa()) {
+    std::fprintf(stderr, "tessera: force_isa(%s): this CPU cannot run it\n", std::string(name(isa)).c_str());
+    std::abort();
+  }
+  isa_slot().store(isa, std::memory_order_relaxed);
+}
+
+namespace detail {
+
+namespace {
+const IsaKernels kPortable{Isa::portable,     "portable",          quantize_row__portable, q8_0_tile__portable,
+                           q4_0_tile__portable, f32_tile__portable, f16_tile__portable,     bf16_tile__portable,
+                           dot__portable,      axpy__portable,      f16_to_f32__portable,   bf16_to_f32__portable};
+#if defined(TESSERA_X86)
+const IsaKernels kAvx2{Isa::avx2,     "avx2",         quantize_row__avx2, q8_0_tile__avx2,
+                       q4_0_tile__avx2, f32_tile__avx2, f16_tile__avx2,     bf16_tile__avx2,
+                       dot__avx2,      axpy__avx2,      f16_to_f32__avx2,   bf16_to_f32__avx2};
+const IsaKernels kAvx512Vnni{Isa::avx512_vnni,     "avx512vnni",         quantize_row__avx512vnni, q8_0_tile__avx512vnni,
+                             q4_0_tile__avx512vnni, f32_tile__avx512vnni, f16_tile__avx512vnni,     bf16_tile__avx512vnni,
+                             dot__avx512vnni,      axpy__avx512vnni,      f16_to_f32__avx512vnni,   bf16_to_f32__avx512vnni};
+#endif
+}  // namespace
+
+const IsaKernels& active_kernels() {
+#if defined(TESSERA_X86)
+  switch (active_isa()) {
+    case Isa::avx512_vnni: return kAvx512Vnni;
+    case Isa::avx2: return kAvx2;
+    case Isa::portable: break;
+  }
+#endif
+  return kPortable;
+}
+
+}  // namespace detail
+}  // namespace tessera::kernels::cpu

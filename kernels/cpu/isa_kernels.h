@@ -1,0 +1,99 @@
+#pragma once
+// Private to kernels/cpu: the table of inner kernels one ISA family
+// provides. matmul.cpp and the other op files do the blocking and the
+// threading once, portably; each ISA file fills in only the innermost tiles.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace tessera::kernels::cpu::detail {
+
+// Activation rows quantized for integer dot products, one row per x row, in
+// the matmul workspace. Row r starts at base + r * qx_row_bytes(k) and holds,
+// for its nb = k/32 blocks:
+//   int8_t  qs[nb * 32]    q = round(x / d), d = max|x| / 127 (as ggml's q8_0)
+//   int32_t corr[nb * 8]   per 4-element lane l: -c * (q[4l] + ... + q[4l+3]),
+//                          c = qx_correction(w_dtype); it turns an unsigned x
+//                          signed dot (VNNI's dpbusd) on offset weights exact
+//   float   d[nb]          the scale, kept in f32 (ggml rounds it to f16)
+// (Unnamed namespace: the ISA files include these under their own target
+// flags, and internal linkage keeps each copy in its own file.)
+namespace {
+inline int64_t qx_row_bytes(int64_t k) {
+  const int64_t nb = k / kQK8_0;
+  return (nb * (32 + 32 + 4) + 63) / 64 * 64;
+}
+// q8_0 weights enter dpbusd as q + 128, q4_0 weights as their raw nibbles q + 8.
+inline int32_t qx_correction(DType w_dtype) { return w_dtype == DType::q4_0 ? 8 : 128; }
+inline const int8_t* qx_qs(const std::byte* row) { return reinterpret_cast<const int8_t*>(row); }
+inline const int32_t* qx_corr(const std::byte* row, int64_t nb) {
+  return reinterpret_cast<const int32_t*>(row + nb * 32);
+}
+inline const float* qx_d(const std::byte* row, int64_t nb) { return reinterpret_cast<const float*>(row + nb * 64); }
+}  // namespace
+
+// Quantizes one x row of k floats (k a multiple of 32) for weights of w_dtype.
+using QuantizeRowFn = void (*)(DType w_dtype, const float* x, int64_t k, std::byte* row);
+
+// y[i * ldy + r] = dot(x row i, w row r) for i < mr <= 4, r < nr <= 4.
+// Quantized: x rows are qx rows (stride x_stride bytes), w rows are blocks.
+using QTileFn = void (*)(const std::byte* x, int64_t x_stride, int mr, const std::byte* w, int64_t w_stride, int nr,
+                         int64_t k, float* y, int64_t ldy);
+// Plain: x rows are f32 (stride ldx floats), w rows are f32/f16/bf16.
+using FTileFn = void (*)(const float* x, int64_t ldx, int mr, const std::byte* w, int64_t w_stride, int nr, int64_t k,
+                         float* y, int64_t ldy);
+
+struct IsaKernels {
+  Isa isa;
+  const char* suffix;  // kernel-name suffix, e.g. "avx512vnni"
+  QuantizeRowFn quantize_row;
+  QTileFn q8_0_tile, q4_0_tile;
+  FTileFn f32_tile, f16_tile, bf16_tile;
+  float (*dot)(const float* a, const float* b, int64_t n);
+  void (*axpy)(float a, const float* x, float* y, int64_t n);  // y += a * x
+  void (*f16_to_f32)(const uint16_t* src, float* dst, int64_t n);
+  void (*bf16_to_f32)(const uint16_t* src, float* dst, int64_t n);
+};
+
+// The table of active_isa() (isa.cpp assembles the tables from the kernels below).
+const IsaKernels& active_kernels();
+
+// Each ISA family's kernels, named <dtype>_<op>__<isa>, defined in the file of that name.
+void quantize_row__portable(DType w_dtype, const float* x, int64_t k, std::byte* row);
+void q8_0_tile__portable(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void q4_0_tile__portable(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void f32_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void f16_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void bf16_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+float dot__portable(const float* a, const float* b, int64_t n);
+void axpy__portable(float a, const float* x, float* y, int64_t n);
+void f16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
+void bf16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
+
+#if defined(TESSERA_X86)
+void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row);
+void q8_0_tile__avx2(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void q4_0_tile__avx2(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void f32_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void f16_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void bf16_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+float dot__avx2(const float* a, const float* b, int64_t n);
+void axpy__avx2(float a, const float* x, float* y, int64_t n);
+void f16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
+void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
+
+void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
+void q8_0_tile__avx512vnni(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void q4_0_tile__avx512vnni(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void f32_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void f16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void bf16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+float dot__avx512vnni(const float* a, const float* b, int64_t n);
+void axpy__avx512vnni(float a, const float* x, float* y, int64_t n);
+void f16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);
+void bf16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);
+#endif
+
+}  // namespace tessera::kernels::cpu::detail

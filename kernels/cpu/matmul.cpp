@@ -1,0 +1,145 @@
+// Matmul dispatch, blocking and threading, shared by every ISA family.
+//   q8_0, q4_0: x rows are quantized to q8 blocks in the workspace, then the
+//               ISA's integer tiles (isa_kernels.h) run over the weights.
+//   f32:        m == 1 through our gemv tiles (memory-bound); m > 1 through
+//               oneDNN's sgemm, which parallelizes with its own OpenMP team.
+//   f16, bf16:  widened on the fly inside the tiles, FMA in f32.
+//   q4_K:       each 256-element super-block dequantized to the stack, then
+//               f32 dots; correct, not tuned.
+// Work is split over groups of 4 weight rows. Inside a chunk, weight rows are
+// taken ~128 KiB at a time and every x-row tile passes over them while they
+// sit in L2, so prefill reads each weight byte from memory once.
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "core/quant.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/isa_kernels.h"
+
+namespace tessera::kernels::cpu {
+
+namespace {
+
+constexpr int kNR = 4;               // weight rows per tile
+constexpr int kMR = 4;               // x rows per tile, at most
+constexpr int64_t kL2Block = 128 * 1024;   // weight bytes kept hot across x tiles
+constexpr int64_t kChunkBytes = 64 * 1024; // least weight bytes per parallel chunk
+
+using TileCall = std::function<void(int64_t m0, int mr, int64_t n0, int nr)>;
+
+void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const TileCall& tile) {
+  const int64_t groups = (a.n + kNR - 1) / kNR;
+  const int64_t group_bytes = kNR * w_row_bytes;
+  const int64_t grain = std::max<int64_t>(1, kChunkBytes / group_bytes);
+  const int64_t block_groups = std::max<int64_t>(1, kL2Block / group_bytes);
+  pf.run(groups, grain, [&](int64_t g0, int64_t g1) {
+    for (int64_t gb = g0; gb < g1; gb += block_groups) {
+      const int64_t ge = std::min(g1, gb + block_groups);
+      for (int64_t m0 = 0; m0 < a.m; m0 += kMR) {
+        const int mr = (int)std::min<int64_t>(kMR, a.m - m0);
+        for (int64_t g = gb; g < ge; ++g) {
+          const int64_t n0 = g * kNR;
+          tile(m0, mr, n0, (int)std::min<int64_t>(kNR, a.n - n0));
+        }
+      }
+    }
+  });
+}
+
+void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
+  const int64_t xs = detail::qx_row_bytes(a.k);
+  auto* qx = static_cast<std::byte*>(a.workspace);
+  pf.run(a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) isa.quantize_row(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
+  });
+  const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
+  const auto* w = static_cast<const std::byte*>(a.w);
+  blocked(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
+    tile_fn(qx + m0 * xs, xs, mr, w + n0 * row_bytes, row_bytes, nr, a.k, a.y + m0 * a.n + n0, a.n);
+  });
+}
+
+void plain(const MatmulArgs& a, ParallelFor& pf, detail::FTileFn tile_fn) {
+  const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
+  const auto* w = static_cast<const std::byte*>(a.w);
+  blocked(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
+    tile_fn(a.x + m0 * a.k, a.k, mr, w + n0 * row_bytes, row_bytes, nr, a.k, a.y + m0 * a.n + n0, a.n);
+  });
+}
+
+bool onednn_sgemm(const MatmulArgs& a) {
+  // Row-major y[m, n] = x[m, k] * w[n, k]^T.
+  return dnnl_sgemm('N', 'T', a.m, a.n, a.k, 1.0f, a.x, a.k, static_cast<const float*>(a.w), a.k, 0.0f, a.y, a.n) ==
+         dnnl_success;
+}
+
+void q4_K_dequant(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa) {
+  const int64_t row_bytes = (int64_t)bytes_for(DType::q4_K, a.k);
+  const auto* w = static_cast<const std::byte*>(a.w);
+  const int64_t grain = std::max<int64_t>(1, kChunkBytes / row_bytes);
+  pf.run(a.n, grain, [&](int64_t n0, int64_t n1) {
+    alignas(64) float buf[kQK_K];
+    for (int64_t n = n0; n < n1; ++n) {
+      const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w + n * row_bytes);
+      for (int64_t m = 0; m < a.m; ++m) a.y[m * a.n + n] = 0.0f;
+      for (int64_t b = 0; b < a.k / kQK_K; ++b) {
+        dequantize_row_q4_K(blocks + b, buf, kQK_K);
+        for (int64_t m = 0; m < a.m; ++m) a.y[m * a.n + n] += isa.dot(a.x + m * a.k + b * kQK_K, buf, kQK_K);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+bool matmul_supports(DType w_dtype) {
+  switch (w_dtype) {
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16:
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::q4_K: return true;
+    default: return false;
+  }
+}
+
+size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k) {
+  if (w_dtype == DType::q8_0 || w_dtype == DType::q4_0) return (size_t)(m * detail::qx_row_bytes(k));
+  return 0;
+}
+
+std::string matmul_kernel_name(DType w_dtype, int64_t m) {
+  if (!matmul_supports(w_dtype)) return "unsupported";
+  const std::string isa = detail::active_kernels().suffix;
+  const std::string shape = m == 1 ? "gemv" : "gemm";
+  if (w_dtype == DType::f32 && m > 1) return "f32_gemm__onednn";
+  if (w_dtype == DType::q4_K) return "q4_K_dequant_" + shape + "__" + isa;
+  return std::string(name(w_dtype)) + "_" + shape + "__" + isa;
+}
+
+void matmul(const MatmulArgs& a, ParallelFor& pf) {
+  if (a.m <= 0 || a.n <= 0) return;
+  if (a.k == 0) {
+    std::fill(a.y, a.y + a.m * a.n, 0.0f);
+    return;
+  }
+  const detail::IsaKernels& isa = detail::active_kernels();
+  switch (a.w_dtype) {
+    case DType::f32:
+      if (a.m > 1 && onednn_sgemm(a)) return;
+      return plain(a, pf, isa.f32_tile);
+    case DType::f16: return plain(a, pf, isa.f16_tile);
+    case DType::bf16: return plain(a, pf, isa.bf16_tile);
+    case DType::q8_0: return quantized(a, pf, isa, isa.q8_0_tile);
+    case DType::q4_0: return quantized(a, pf, isa, isa.q4_0_tile);
+    case DType::q4_K: return q4_K_dequant(a, pf, isa);
+    default: return;
+  }
+}
+
+}  // namespace tessera::kernels::cpu

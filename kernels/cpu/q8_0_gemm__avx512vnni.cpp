@@ -1,0 +1,92 @@
+// AVX-512 VNNI q8_0 kernels: the activation quantizer and q8_0 x q8_0 tiles.
+// dpbusd multiplies unsigned by signed bytes, so each weight block enters as
+// q + 128 (one xor) and the accumulator starts from the activation row's
+// precomputed -128 * sum(x) lanes: the int32 block sum is exact for every
+// byte, -128 included, with no abs/sign work per weight block.
+#include "kernels/cpu/isa_kernels.h"
+#include "kernels/cpu/simd_util__x86.h"
+
+namespace tessera::kernels::cpu::detail {
+
+void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row) {
+  const int64_t nb = k / kQK8_0;
+  auto* qs = reinterpret_cast<int8_t*>(row);
+  auto* corr = const_cast<int32_t*>(qx_corr(row, nb));
+  auto* ds = const_cast<float*>(qx_d(row, nb));
+  const __m256i neg_c = _mm256_set1_epi32(-qx_correction(w_dtype));
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m512 v0 = _mm512_loadu_ps(x + b * kQK8_0);
+    const __m512 v1 = _mm512_loadu_ps(x + b * kQK8_0 + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float d = amax / 127.0f;
+    const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    ds[b] = d;
+    const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, id)));
+    const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, id)));
+    const __m256i q = _mm256_set_m128i(q1, q0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQK8_0), q);
+    const __m256i lane_sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + b * 8), _mm256_mullo_epi32(lane_sums, neg_c));
+  }
+}
+
+namespace {
+
+// MR x rows against NR weight rows over all k; acc[i][r] holds 8 partial sums.
+template <int MR, int NR>
+void q8_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, int64_t nb, float* y, int64_t ldy) {
+  const BlockQ8_0* wr[NR];
+  for (int r = 0; r < NR; ++r) wr[r] = reinterpret_cast<const BlockQ8_0*>(w + r * ws);
+  const int8_t* xq[MR];
+  const int32_t* xc[MR];
+  const float* xd[MR];
+  for (int i = 0; i < MR; ++i) {
+    xq[i] = qx_qs(x + i * xs);
+    xc[i] = qx_corr(x + i * xs, nb);
+    xd[i] = qx_d(x + i * xs, nb);
+  }
+  __m256 acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();
+  const __m256i flip = _mm256_set1_epi8((char)0x80);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i wq[NR];
+    __m256 wd[NR];
+    for (int r = 0; r < NR; ++r) {
+      wq[r] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[r][b].qs)), flip);
+      wd[r] = _mm256_set1_ps(_cvtsh_ss(wr[r][b].d));
+    }
+    for (int i = 0; i < MR; ++i) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQK8_0));
+      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xc[i] + b * 8));
+      const __m256 d = _mm256_set1_ps(xd[i][b]);
+      for (int r = 0; r < NR; ++r) {
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(c, wq[r], q));
+        acc[i][r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(wd[r], d), acc[i][r]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < NR; ++r) y[i * ldy + r] = hsum256(acc[i][r]);
+}
+
+template <int NR>
+void q8_0_rows(const std::byte* x, int64_t xs, int mr, const std::byte* w, int64_t ws, int64_t nb, float* y,
+               int64_t ldy) {
+  int i = 0;
+  for (; i + 4 <= mr; i += 4) q8_0_tile<4, NR>(x + i * xs, xs, w, ws, nb, y + i * ldy, ldy);
+  for (; i + 2 <= mr; i += 2) q8_0_tile<2, NR>(x + i * xs, xs, w, ws, nb, y + i * ldy, ldy);
+  for (; i < mr; ++i) q8_0_tile<1, NR>(x + i * xs, xs, w, ws, nb, y + i * ldy, ldy);
+}
+
+}  // namespace
+
+void q8_0_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const std::byte* w, int64_t w_stride, int nr,
+                           int64_t k, float* y, int64_t ldy) {
+  const int64_t nb = k / kQK8_0;
+  if (nr == 4) return q8_0_rows<4>(x, x_stride, mr, w, w_stride, nb, y, ldy);
+  for (int r = 0; r < nr; ++r) q8_0_rows<1>(x, x_stride, mr, w + r * w_stride, w_stride, nb, y + r, ldy);
+}
+
+}  // namespace tessera::kernels::cpu::detail

@@ -1,0 +1,113 @@
+// Bad input through the CLI: a non-zero exit and one line that names the
+// file, the field and what was expected. Never a crash or a hang.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "support/cli.h"
+
+using namespace tessera::testing;
+
+namespace {
+
+std::string write_bytes(const std::string& name, const std::string& bytes) {
+  const std::string path = temp_dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// The one error line: exit non-zero, not a signal, every `needles` in the line.
+void check_one_line_error(const CliResult& r, const std::vector<std::string>& needles) {
+  CAPTURE(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.exit_code < 128);  // not killed by a signal
+  const auto lines = r.err_lines();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].rfind("tessera: ", 0) == 0);
+  for (const auto& n : needles) CHECK_MESSAGE(lines[0].find(n) != std::string::npos, "missing '" << n << "'");
+}
+
+std::string stories() { return shared_path("models/stories260K.bin"); }
+
+}  // namespace
+
+TEST_CASE("a missing model file is named") {
+  check_one_line_error(run_tessera({"run", "-m", "/nonexistent/model.bin", "--prompt-ids", "1"}), {"/nonexistent/model.bin"});
+}
+
+TEST_CASE("a truncated llama2.c checkpoint is refused with the expected size") {
+  const std::string full = read_file(stories());
+  const std::string path = write_bytes("truncated.bin", full.substr(0, full.size() - 1));
+  check_one_line_error(run_tessera({"run", "-m", path, "--prompt-ids", "1"}), {"truncated.bin"});
+}
+
+TEST_CASE("a file shorter than any header is refused") {
+  const std::string path = write_bytes("tiny.bin", "abc");
+  check_one_line_error(run_tessera({"run", "-m", path, "--prompt-ids", "1"}), {"tiny.bin"});
+}
+
+TEST_CASE("a GGUF with a wrong magic or version is refused naming the field") {
+  const std::string gguf = temp_dir() + "/good.gguf";
+  REQUIRE(run_tessera({"convert", stories(), "-o", gguf}).exit_code == 0);
+  std::string bytes = read_file(gguf);
+  std::string bad_version = bytes;
+  bad_version[4] = 99;
+  check_one_line_error(run_tessera({"run", "-m", write_bytes("version.gguf", bad_version), "--prompt-ids", "1"}), {"version.gguf", "version"});
+  std::string truncated = bytes.substr(0, bytes.size() / 2);
+  check_one_line_error(run_tessera({"run", "-m", write_bytes("half.gguf", truncated), "--prompt-ids", "1"}), {"half.gguf"});
+}
+
+TEST_CASE("a GGUF whose tensor data runs past the end of the file names the tensor") {
+  const std::string gguf = temp_dir() + "/good2.gguf";
+  REQUIRE(run_tessera({"convert", stories(), "-o", gguf}).exit_code == 0);
+  std::string bytes = read_file(gguf);
+  // Cut inside the data section: the header parses, the last tensors do not fit.
+  const std::string cut = bytes.substr(0, bytes.size() - 4096);
+  check_one_line_error(run_tessera({"run", "-m", write_bytes("cut.gguf", cut), "--prompt-ids", "1"}), {"cut.gguf", "tensor"});
+}
+
+TEST_CASE("an unknown GGUF architecture is refused naming general.architecture") {
+  const std::string gguf = temp_dir() + "/good3.gguf";
+  REQUIRE(run_tessera({"convert", stories(), "-o", gguf}).exit_code == 0);
+  std::string bytes = read_file(gguf);
+  const std::string key = "general.architecture";
+  const auto at = bytes.find(key);
+  REQUIRE(at != std::string::npos);
+  // value: u32 type (8), u64 length (5), "llama" -> "mamba"
+  const auto value = bytes.find("llama", at + key.size());
+  REQUIRE(value != std::string::npos);
+  bytes.replace(value, 5, "mamba");
+  check_one_line_error(run_tessera({"run", "-m", write_bytes("arch.gguf", bytes), "--prompt-ids", "1"}),
+                       {"arch.gguf", "general.architecture", "mamba"});
+}
+
+TEST_CASE("token ids outside the vocabulary are refused naming the id") {
+  check_one_line_error(run_tessera({"run", "-m", stories(), "--prompt-ids", "1,512", "--temp", "0"}), {"512", "vocabulary"});
+  check_one_line_error(run_tessera({"run", "-m", stories(), "--prompt-ids", "1,-3", "--temp", "0"}), {"-3"});
+  check_one_line_error(run_tessera({"run", "-m", stories(), "--prompt-ids", "1,x", "--temp", "0"}), {"--prompt-ids", "'x'"});
+}
+
+TEST_CASE("a prompt longer than the context is refused") {
+  std::string ids = "1";
+  for (int i = 0; i < 600; ++i) ids += ",5";  // stories260K's context is 512
+  check_one_line_error(run_tessera({"run", "-m", stories(), "--prompt-ids", ids, "--temp", "0"}), {"context"});
+  std::string text(2000, 'a');
+  check_one_line_error(run_tessera({"run", "-m", shared_path("models/aidreams260K.bin"), "-z",
+                                    shared_path("models/aidreams260K.tok512.bin"), "-p", text, "--temp", "0"}),
+                       {"context"});
+}
+
+TEST_CASE("bad sampling flags name the flag") {
+  check_one_line_error(run_tessera({"run", "-m", stories(), "--prompt-ids", "1", "--temp", "-1"}), {"--temp"});
+  check_one_line_error(run_tessera({"run", "-m", stories(), "--prompt-ids", "1", "--top-p", "0"}), {"--top-p"});
+}
+
+TEST_CASE("a tokenizer whose size disagrees with the model is refused") {
+  check_one_line_error(run_tessera({"run", "-m", stories(), "-z", shared_path("models/llama2.tokenizer.bin"), "-p", "hi"}),
+                       {"llama2.tokenizer.bin"});
+}
+
+TEST_CASE("unknown backends and subcommands are one-line errors") {
+  check_one_line_error(run_tessera({"run", "-m", stories(), "--prompt-ids", "1", "--backend", "nosuch"}), {"--backend", "nosuch"});
+  check_one_line_error(run_tessera({"frobnicate"}), {});
+}

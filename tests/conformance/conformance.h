@@ -1,0 +1,132 @@
+#pragma once
+// Shared helpers of the conformance suite: the ISA loop, error norms,
+// aligned scratch, random weights in every format, and a thread pool.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/half.h"
+#include "core/quant.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/reference/reference.h"
+#include "support/random.h"
+
+namespace tessera::testing {
+
+namespace cpu = kernels::cpu;
+namespace ref = kernels::reference;
+
+// Three workers on any machine, so chunking and the caller-works path both run.
+inline ParallelFor& pool() {
+  static ThreadPool p(3);
+  return p;
+}
+
+// Runs body(isa) with each runnable ISA forced in turn, then restores the
+// one that was active, even when a REQUIRE throws.
+template <typename Body>
+void for_each_isa(Body body) {
+  struct Restore {
+    cpu::Isa saved = cpu::active_isa();
+    ~Restore() { cpu::force_isa(saved); }
+  } restore;
+  for (cpu::Isa isa : cpu::runnable_isas()) {
+    cpu::force_isa(isa);
+    INFO("isa = " << std::string(cpu::name(isa)));
+    body(isa);
+  }
+}
+
+// ||y - ref|| / ||ref|| (or ||y - ref|| when ref is all zeros).
+inline double rel_error(const float* y, const float* r, size_t n) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = (double)y[i] - (double)r[i];
+    num += d * d;
+    den += (double)r[i] * r[i];
+  }
+  return den > 0.0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+inline double rel_error(const std::vector<float>& y, const std::vector<float>& r) {
+  REQUIRE(y.size() == r.size());
+  return rel_error(y.data(), r.data(), y.size());
+}
+
+inline double max_abs_diff(const std::vector<float>& y, const std::vector<float>& r) {
+  double m = 0.0;
+  for (size_t i = 0; i < y.size(); ++i) m = std::fmax(m, std::fabs((double)y[i] - (double)r[i]));
+  return m;
+}
+
+// 64-byte aligned scratch, as the kernels' workspace contract asks.
+struct AlignedBuffer {
+  explicit AlignedBuffer(size_t bytes) : size((bytes + 63) / 64 * 64 + 64) {
+    ptr.reset(static_cast<std::byte*>(std::aligned_alloc(64, size)));
+    std::memset(ptr.get(), 0xcd, size);  // garbage, so nothing relies on zeroed scratch
+  }
+  void* data() { return ptr.get(); }
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  size_t size;
+  std::unique_ptr<std::byte, Free> ptr;
+};
+
+// n rows of k weights in `t`. Quantized formats get random blocks straight
+// from the byte space (every code, q8_0's -128 included, random signed f16
+// scales), so the kernels see what no quantizer of ours would produce.
+inline std::vector<std::byte> random_weights(DType t, int64_t n, int64_t k, Rng& rng) {
+  const int64_t elems = n * k;
+  std::vector<std::byte> w(bytes_for(t, elems));
+  auto f16_scale = [&](float lo, float hi) {
+    const float v = rng.uniform(lo, hi);
+    return f32_to_f16(rng.integer(0, 1) ? v : -v);
+  };
+  switch (t) {
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: {
+      const std::vector<float> f = rng.floats((size_t)elems);
+      quantize_row(t, f.data(), w.data(), elems);
+      break;
+    }
+    case DType::q8_0: {
+      auto* b = reinterpret_cast<BlockQ8_0*>(w.data());
+      for (int64_t i = 0; i < elems / kQK8_0; ++i) {
+        b[i].d = f16_scale(0.002f, 0.01f);
+        for (auto& q : b[i].qs) q = (int8_t)rng.integer(-128, 127);
+      }
+      break;
+    }
+    case DType::q4_0: {
+      auto* b = reinterpret_cast<BlockQ4_0*>(w.data());
+      for (int64_t i = 0; i < elems / kQK4_0; ++i) {
+        b[i].d = f16_scale(0.05f, 0.15f);
+        for (auto& q : b[i].qs) q = (uint8_t)rng.integer(0, 255);
+      }
+      break;
+    }
+    case DType::q4_K: {
+      auto* b = reinterpret_cast<BlockQ4_K*>(w.data());
+      for (int64_t i = 0; i < elems / kQK_K; ++i) {
+        b[i].d = f32_to_f16(rng.uniform(0.0005f, 0.002f));
+        b[i].dmin = f32_to_f16(rng.uniform(0.0005f, 0.002f));
+        for (auto& s : b[i].scales) s = (uint8_t)rng.integer(0, 255);
+        for (auto& q : b[i].qs) q = (uint8_t)rng.integer(0, 255);
+      }
+      break;
+    }
+    default: FAIL("no random weights for " << std::string(name(t)));
+  }
+  return w;
+}
+
+}  // namespace tessera::testing

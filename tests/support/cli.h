@@ -1,0 +1,69 @@
+#pragma once
+// Runs the tessera CLI as a user would and captures what it printed.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tessera::testing {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+  // stderr's lines (without the trailing newline)
+  std::vector<std::string> err_lines() const {
+    std::vector<std::string> lines;
+    std::istringstream is(err);
+    for (std::string l; std::getline(is, l);) lines.push_back(l);
+    return lines;
+  }
+};
+
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::string temp_dir() {
+  static const std::string dir = [] {
+    std::string t = "/tmp/tessera-test-XXXXXX";
+    const char* d = mkdtemp(t.data());
+    return std::string(d ? d : "/tmp");
+  }();
+  return dir;
+}
+
+inline CliResult run_tessera(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const std::string base = temp_dir() + "/cli" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+  std::string cmd = shell_quote(TESSERA_BIN);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " >" + base + ".out 2>" + base + ".err </dev/null";
+  const int rc = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
+  r.out = read_file(base + ".out");
+  r.err = read_file(base + ".err");
+  std::remove((base + ".out").c_str());
+  std::remove((base + ".err").c_str());
+  return r;
+}
+
+inline std::string shared_path(const std::string& rel) { return std::string(TESSERA_SHARED_DIR) + "/" + rel; }
+
+}  // namespace tessera::testing

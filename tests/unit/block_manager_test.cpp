@@ -1,0 +1,224 @@
+// The KV block manager against an oracle rebuilt from the outside: ref counts
+// recounted from every live block table, slots recomputed from the table.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "engine/kv/block_manager.h"
+#include "support/random.h"
+
+using tessera::BlockCopy;
+using tessera::BlockManager;
+using tessera::SeqId;
+using tessera::StatusCode;
+
+namespace {
+
+// Every block is either free or held by exactly as many tables as its ref count says.
+void check_invariants(const BlockManager& bm, const std::set<SeqId>& live) {
+  std::map<int32_t, int32_t> refs;
+  for (SeqId id : live) {
+    REQUIRE(bm.has(id));
+    const auto table = bm.block_table(id);
+    REQUIRE((int32_t)table.size() == bm.blocks_for(bm.length(id)));
+    for (int32_t b : table) {
+      REQUIRE(b >= 0);
+      REQUIRE(b < bm.num_blocks());
+      ++refs[b];
+    }
+  }
+  REQUIRE(bm.num_sequences() == live.size());
+  REQUIRE(bm.free_blocks() == bm.num_blocks() - (int32_t)refs.size());
+  for (int32_t b = 0; b < bm.num_blocks(); ++b) {
+    const auto it = refs.find(b);
+    REQUIRE(bm.ref_count(b) == (it == refs.end() ? 0 : it->second));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("random allocate, grow, fork and release cycles never leak a block") {
+  tessera::testing::Rng rng(201);
+  BlockManager bm({.num_blocks = 64, .block_size = 16});
+  std::set<SeqId> live;
+  SeqId next_id = 0;
+  for (int step = 0; step < 3000; ++step) {
+    const int op = rng.integer(0, 9);
+    if (op <= 2 || live.empty()) {
+      const SeqId id = next_id++;
+      REQUIRE(bm.add_sequence(id).is_ok());
+      live.insert(id);
+      const tessera::Status s = bm.reserve(id, rng.integer(0, 200));
+      REQUIRE((s.is_ok() || s.code() == StatusCode::resource_exhausted));
+    } else {
+      auto it = live.begin();
+      std::advance(it, rng.integer(0, (int32_t)live.size() - 1));
+      const SeqId id = *it;
+      if (op <= 5) {
+        std::vector<BlockCopy> copies;
+        const int32_t before = bm.length(id);
+        const tessera::Status s = bm.reserve(id, before + rng.integer(1, 40), &copies);
+        REQUIRE((s.is_ok() || s.code() == StatusCode::resource_exhausted));
+        REQUIRE(copies.size() <= 1);
+        if (!s.is_ok()) REQUIRE(bm.length(id) == before);
+      } else if (op == 6) {
+        const SeqId child = next_id++;
+        REQUIRE(bm.fork(id, child).is_ok());
+        live.insert(child);
+      } else {
+        bm.release(id);
+        live.erase(id);
+      }
+    }
+    check_invariants(bm, live);
+  }
+  for (SeqId id : live) bm.release(id);
+  CHECK(bm.num_sequences() == 0);
+  CHECK(bm.free_blocks() == bm.num_blocks());
+}
+
+TEST_CASE("a reserve that does not fit returns resource_exhausted and changes nothing") {
+  BlockManager bm({.num_blocks = 5, .block_size = 16});
+  REQUIRE(bm.add_sequence(1).is_ok());
+  REQUIRE(bm.add_sequence(2).is_ok());
+  REQUIRE(bm.reserve(1, 40).is_ok());  // 3 blocks
+  const std::vector<int32_t> table1(bm.block_table(1).begin(), bm.block_table(1).end());
+
+  const tessera::Status s = bm.reserve(2, 3 * 16 + 1);  // 4 blocks, 2 free
+  CHECK(s.code() == StatusCode::resource_exhausted);
+  CHECK(s.message().find("sequence 2") != std::string::npos);
+  CHECK(bm.free_blocks() == 2);
+  CHECK(bm.length(2) == 0);
+  CHECK(bm.block_table(2).empty());
+  CHECK(std::vector<int32_t>(bm.block_table(1).begin(), bm.block_table(1).end()) == table1);
+
+  CHECK(bm.reserve(2, 32).is_ok());  // exactly the rest
+  CHECK(bm.free_blocks() == 0);
+  CHECK(bm.reserve(1, 48).is_ok());   // fits in its third block
+  CHECK(bm.reserve(1, 49).code() == StatusCode::resource_exhausted);
+  CHECK(bm.length(1) == 48);
+}
+
+TEST_CASE("slots map positions through the block table across block boundaries") {
+  tessera::testing::Rng rng(203);
+  for (int32_t block_size : {1, 3, 16, 32}) {
+    BlockManager bm({.num_blocks = 512, .block_size = block_size});
+    std::set<int32_t> used;
+    for (SeqId id = 0; id < 6; ++id) {
+      REQUIRE(bm.add_sequence(id).is_ok());
+      // Grow in uneven steps so that tables interleave blocks of different sequences.
+      for (int32_t len = rng.integer(1, 7); len <= 60; len += rng.integer(1, 9)) REQUIRE(bm.reserve(id, len).is_ok());
+    }
+    for (SeqId id = 0; id < 6; ++id) {
+      const auto table = bm.block_table(id);
+      for (int32_t pos = 0; pos < bm.length(id); ++pos) {
+        const int32_t expected = table[(size_t)(pos / block_size)] * block_size + pos % block_size;
+        REQUIRE(bm.slot(id, pos) == expected);
+        REQUIRE(used.insert(expected).second);  // no two tokens share a slot
+      }
+      CHECK(bm.slot(id, bm.length(id)) == -1);
+      CHECK(bm.slot(id, -1) == -1);
+    }
+    CHECK(bm.slot(99, 0) == -1);
+  }
+}
+
+TEST_CASE("fork then reserve copies the shared, partially filled last block exactly once") {
+  BlockManager bm({.num_blocks = 16, .block_size = 16});
+  REQUIRE(bm.add_sequence(1).is_ok());
+  REQUIRE(bm.reserve(1, 20).is_ok());  // blocks: full + 4 of 16
+  REQUIRE(bm.fork(1, 2).is_ok());
+  const std::vector<int32_t> parent(bm.block_table(1).begin(), bm.block_table(1).end());
+  CHECK(std::vector<int32_t>(bm.block_table(2).begin(), bm.block_table(2).end()) == parent);
+  CHECK(bm.length(2) == 20);
+  CHECK(bm.ref_count(parent[0]) == 2);
+  CHECK(bm.ref_count(parent[1]) == 2);
+  CHECK(bm.free_blocks() == 14);
+
+  // A copy is needed, so a null copy list is refused without changes.
+  CHECK(bm.reserve(2, 21).code() == StatusCode::invalid_argument);
+  CHECK(bm.free_blocks() == 14);
+  CHECK(bm.length(2) == 20);
+
+  std::vector<BlockCopy> copies;
+  REQUIRE(bm.reserve(2, 21, &copies).is_ok());
+  REQUIRE(copies.size() == 1);
+  CHECK(copies[0].src == parent[1]);
+  const auto child = bm.block_table(2);
+  CHECK(child[0] == parent[0]);  // the full block stays shared
+  CHECK(copies[0].dst == child[1]);
+  CHECK(child[1] != parent[1]);
+  CHECK(bm.ref_count(parent[1]) == 1);
+  CHECK(bm.ref_count(child[1]) == 1);
+  CHECK(bm.ref_count(parent[0]) == 2);
+
+  // The parent now owns its last block alone: no second copy, for either.
+  copies.clear();
+  REQUIRE(bm.reserve(1, 25, &copies).is_ok());
+  REQUIRE(bm.reserve(2, 40, &copies).is_ok());
+  CHECK(copies.empty());
+  CHECK(bm.block_table(1)[1] == parent[1]);
+
+  bm.release(1);
+  bm.release(2);
+  CHECK(bm.free_blocks() == 16);
+}
+
+TEST_CASE("a fork at a block boundary shares every block and copies nothing") {
+  BlockManager bm({.num_blocks = 8, .block_size = 16});
+  REQUIRE(bm.add_sequence(1).is_ok());
+  REQUIRE(bm.reserve(1, 32).is_ok());
+  REQUIRE(bm.fork(1, 2).is_ok());
+  std::vector<BlockCopy> copies;
+  REQUIRE(bm.reserve(2, 33, &copies).is_ok());
+  REQUIRE(bm.reserve(1, 33, &copies).is_ok());
+  CHECK(copies.empty());
+  CHECK(bm.block_table(1)[1] == bm.block_table(2)[1]);
+  CHECK(bm.block_table(1)[2] != bm.block_table(2)[2]);
+  CHECK(bm.free_blocks() == 4);
+}
+
+TEST_CASE("releasing twice, or an unknown id, is harmless") {
+  BlockManager bm({.num_blocks = 4, .block_size = 16});
+  REQUIRE(bm.add_sequence(7).is_ok());
+  REQUIRE(bm.reserve(7, 33).is_ok());
+  REQUIRE(bm.fork(7, 8).is_ok());
+  bm.release(7);
+  bm.release(7);
+  bm.release(12345);
+  CHECK(bm.free_blocks() == 1);  // 8 still holds three blocks
+  CHECK(bm.length(8) == 33);
+  bm.release(8);
+  bm.release(8);
+  CHECK(bm.free_blocks() == 4);
+  CHECK_FALSE(bm.has(7));
+  CHECK(bm.block_table(7).empty());
+  CHECK(bm.length(7) == 0);
+}
+
+TEST_CASE("misuse is reported, not crashed on") {
+  BlockManager bm({.num_blocks = 4, .block_size = 16});
+  REQUIRE(bm.add_sequence(1).is_ok());
+  CHECK(bm.add_sequence(1).code() == StatusCode::invalid_argument);
+  CHECK(bm.reserve(2, 10).code() == StatusCode::not_found);
+  CHECK(bm.reserve(1, -1).code() == StatusCode::invalid_argument);
+  CHECK(bm.fork(2, 3).code() == StatusCode::not_found);
+  CHECK(bm.fork(1, 1).code() == StatusCode::invalid_argument);
+  CHECK(bm.reserve(1, 20).is_ok());
+  CHECK(bm.reserve(1, 5).is_ok());  // never shrinks
+  CHECK(bm.length(1) == 20);
+  CHECK(bm.num_sequences() == 1);
+}
+
+TEST_CASE("blocks_for rounds up to whole blocks") {
+  BlockManager bm({.num_blocks = 1, .block_size = 16});
+  CHECK(bm.blocks_for(0) == 0);
+  CHECK(bm.blocks_for(1) == 1);
+  CHECK(bm.blocks_for(16) == 1);
+  CHECK(bm.blocks_for(17) == 2);
+  CHECK(bm.blocks_for(2147483647) == 134217728);
+  CHECK(bm.block_size() == 16);
+  CHECK(bm.num_blocks() == 1);
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The README's two commands on a fresh Debian 12 machine:
+#   tools/quickstart.sh bench   install what is missing, build, run `tessera bench`
+#   tools/quickstart.sh test    install what is missing, build, run every test
+#                               (Release, then the ASan+UBSan preset)
+# Idempotent: quiet when nothing needs doing; build logs go to build*/quickstart.log
+# and are printed only on failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+case "$mode" in bench|test) ;; *) echo "usage: tools/quickstart.sh bench|test [bench flags...]" >&2; exit 2 ;; esac
+shift || true
+
+packages=(g++ cmake ninja-build pkg-config libdnnl-dev doctest-dev nlohmann-json3-dev libcli11-dev)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "quickstart: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq >/dev/null
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# build PRESET: configure once, then build; the log is shown only if it fails.
+build() {
+  local preset=$1 dir=$2
+  mkdir -p "$dir"
+  local log="$dir/quickstart.log"
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake --preset "$preset" >"$log" 2>&1 || { cat "$log"; exit 1; }
+  fi
+  cmake --build --preset "$preset" -j "$(nproc)" >"$log" 2>&1 || { cat "$log"; exit 1; }
+}
+
+install_missing
+build default build
+
+if [ "$mode" = bench ]; then
+  exec build/bin/tessera bench "$@"
+fi
+
+ctest --preset default -j "$(nproc)" --timeout 900 | tail -n 25
+status=${PIPESTATUS[0]}
+[ "$status" -eq 0 ] || exit "$status"
+if [ "${TESSERA_SKIP_ASAN:-0}" != 1 ]; then
+  build asan build-asan
+  ctest --preset asan -j "$(nproc)" --timeout 1800 | tail -n 25
+  exit "${PIPESTATUS[0]}"
+fi

@@ -1,0 +1,33 @@
+#pragma once
+// What every subcommand shares: the one-line error convention and small
+// argument parsers.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tessera::cli {
+
+// Prints "tessera: <message>" on stderr and returns the exit code for it.
+int fail(const Status& s);
+
+// "1,2,3" -> ids; an error names the flag and the bad element.
+Expected<std::vector<int32_t>> parse_id_list(const std::string& flag, const std::string& text);
+
+// Each subcommand adds itself to the app and returns the function that runs it.
+using Runner = int (*)();
+struct Subcommand {
+  CLI::App* app;
+  Runner run;
+};
+Subcommand add_run(CLI::App& app);
+Subcommand add_convert(CLI::App& app);
+Subcommand add_devices(CLI::App& app);
+Subcommand add_bench(CLI::App& app);
+
+}  // namespace tessera::cli

@@ -1,0 +1,101 @@
+// tessera bench: prefill/decode speed, TTFT, TPOT, bytes per token, the
+// machine's read bandwidth and MBU, per device.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "engine/bench/bench_run.h"
+#include "tools/tessera/cli_common.h"
+
+namespace tessera::cli {
+
+namespace {
+
+struct BenchFlags {
+  std::string model, backend = "cpu", type = "q8_0";
+  int32_t prompt_tokens = 128, gen_tokens = 32;
+  bool json = false;
+} f;
+
+void log_line(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
+
+nlohmann::json to_json(const BenchReport& r) {
+  return {
+      {"device", r.device.name},
+      {"backend", r.device.backend},
+      {"kernel_isa", r.device.kernel_isa},
+      {"threads", r.device.compute_units},
+      {"model", r.model},
+      {"weight_type", r.weight_type},
+      {"weight_bytes", r.weight_bytes},
+      {"prompt_tokens", r.prompt_tokens},
+      {"gen_tokens", r.gen_tokens},
+      {"prefill_tok_s", r.prefill_tok_s},
+      {"decode_tok_s", r.decode_tok_s},
+      {"ttft_ms", r.ttft_ms},
+      {"tpot_ms", r.tpot_ms},
+      {"bytes_per_token", r.bytes_per_token},
+      {"read_GBps", r.read_GBps()},
+      {"read_GBps_before", r.read_GBps_before},
+      {"read_GBps_after", r.read_GBps_after},
+      {"bandwidth_buffer_bytes", r.bandwidth_bytes},
+      {"mbu", r.mbu},
+      {"dispatches_per_decode_step", r.dispatches_per_decode_step},
+      {"peak_activation_bytes", r.peak_activation_bytes},
+      {"activation_lower_bound_bytes", r.activation_lower_bound_bytes},
+      {"model_build_s", r.model_build_s},
+  };
+}
+
+int bench_main() {
+  BenchOptions o;
+  o.model_path = f.model;
+  o.backend = f.backend;
+  auto t = dtype_from_name(f.type);
+  if (!t || (*t != DType::q8_0 && *t != DType::q4_0 && *t != DType::f16 && *t != DType::f32))
+    return fail(invalid_argument("--type: '" + f.type + "'; expected q8_0, q4_0, f16 or f32"));
+  o.synthetic_type = *t;
+  o.prompt_tokens = f.prompt_tokens;
+  o.gen_tokens = f.gen_tokens;
+  auto reports = run_bench(o, log_line);
+  if (!reports) return fail(reports.status());
+  if (f.json) {
+    // One object: the first device's figures at the top level, every device under "devices".
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& r : *reports) all.push_back(to_json(r));
+    nlohmann::json top = all[0];
+    top["devices"] = all;
+    std::printf("%s\n", top.dump().c_str());
+    return 0;
+  }
+  for (const auto& r : *reports) {
+    std::printf("device          %s [%s, %s kernels]\n", r.device.name.c_str(), r.device.backend.c_str(), r.device.kernel_isa.c_str());
+    std::printf("model           %s (%s, %.2f GB)\n", r.model.c_str(), r.weight_type.c_str(), r.weight_bytes / 1e9);
+    std::printf("prefill         %8.1f tok/s  (%d tokens)\n", r.prefill_tok_s, r.prompt_tokens);
+    std::printf("decode          %8.2f tok/s  (median of %d steps)\n", r.decode_tok_s, r.gen_tokens - 1);
+    std::printf("TTFT            %8.1f ms\n", r.ttft_ms);
+    std::printf("TPOT            %8.2f ms\n", r.tpot_ms);
+    std::printf("bytes/token     %8.1f MB\n", r.bytes_per_token / 1e6);
+    std::printf("read bandwidth  %8.2f GB/s before, %.2f GB/s after decoding (%llu MiB buffer)\n", r.read_GBps_before,
+                r.read_GBps_after, (unsigned long long)(r.bandwidth_bytes >> 20));
+    std::printf("MBU             %8.1f %%\n", 100 * r.mbu);
+    std::printf("dispatches/step %8zu   activations %.2f MB planned, %.2f MB lower bound\n", r.dispatches_per_decode_step,
+                r.peak_activation_bytes / 1e6, r.activation_lower_bound_bytes / 1e6);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_bench(CLI::App& app) {
+  CLI::App* s = app.add_subcommand("bench", "measure prefill/decode speed against the machine's bandwidth");
+  s->add_option("-m,--model", f.model, "model file (default: the synthetic bench model, see docs/performance.md)");
+  s->add_option("--backend", f.backend, "backend to measure");
+  s->add_option("--type", f.type, "synthetic model weight type: q8_0 (default), q4_0, f16, f32");
+  s->add_option("--prompt-tokens", f.prompt_tokens, "prompt length for prefill");
+  s->add_option("--gen-tokens", f.gen_tokens, "tokens to decode");
+  s->add_flag("--json", f.json, "print one JSON object");
+  return {s, bench_main};
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,47 @@
+// tessera devices: every backend and device this process sees.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "tessera/tessera.h"
+#include "tools/tessera/cli_common.h"
+
+namespace tessera::cli {
+
+namespace {
+
+std::string mib(uint64_t b) { return std::to_string(b >> 20) + " MiB"; }
+
+int devices_main() {
+  for (const auto& r : list_devices()) {
+    if (r.devices.empty()) {
+      std::printf("%s: no device (%s)\n", r.backend.c_str(), r.why_none.c_str());
+      continue;
+    }
+    for (size_t i = 0; i < r.devices.size(); ++i) {
+      const DeviceInfo& d = r.devices[i];
+      std::printf("%s:%zu  %s\n", r.backend.c_str(), i, d.name.c_str());
+      std::printf("    kind %s, %u compute units, %s memory, %u-bit SIMD (%s kernels)\n", to_string(d.kind), d.compute_units,
+                  mib(d.memory_bytes).c_str(), d.simd_width_bits, d.kernel_isa.c_str());
+      std::printf("    caches: L1d %llu KiB, L2 %llu KiB, last level %s\n", (unsigned long long)(d.l1_bytes >> 10),
+                  (unsigned long long)(d.l2_bytes >> 10), mib(d.last_level_cache_bytes).c_str());
+      std::string feats;
+      for (const auto& ft : d.features) feats += (feats.empty() ? "" : ", ") + ft;
+      std::printf("    features: %s\n", feats.c_str());
+      if (d.roofs.source == RoofSource::unknown)
+        std::printf("    roofs: not measured here (tessera bench measures read bandwidth)\n");
+      else
+        std::printf("    roofs (%s): read %.1f GB/s, f32 %.0f GFLOP/s\n", to_string(d.roofs.source), d.roofs.read_GBps, d.roofs.f32_GFLOPs);
+    }
+  }
+  for (const auto& e : backend_load_errors()) std::printf("plugin not loaded: %s\n", e.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_devices(CLI::App& app) {
+  CLI::App* s = app.add_subcommand("devices", "list backends and devices");
+  return {s, devices_main};
+}
+
+}  // namespace tessera::cli
