@@ -49,7 +49,14 @@ Status read_config(const GgufFile& f, LlamaConfig* c, std::set<std::string>* con
   if (c->dim % c->n_heads != 0)
     return invalid_argument(f.path() + ": key 'llama.embedding_length' (" + std::to_string(c->dim) +
                             ") is not divisible by 'llama.attention.head_count' (" + std::to_string(c->n_heads) + ")");
+  if (c->n_heads % c->n_kv_heads != 0)
+    return invalid_argument(f.path() + ": key 'llama.attention.head_count_kv' (" + std::to_string(c->n_kv_heads) +
+                            ") does not divide 'llama.attention.head_count' (" + std::to_string(c->n_heads) + ")");
   TS_TRY(read_count(f, "llama.rope.dimension_count", c->head_dim(), &c->rope_dims, consumed));
+  if (c->rope_dims > c->head_dim() || c->rope_dims % 2 != 0)
+    return f.key_error("llama.rope.dimension_count", "is " + std::to_string(c->rope_dims) +
+                                                         "; expected an even count up to head_dim " +
+                                                         std::to_string(c->head_dim()));
   TS_TRY(read_float(f, "llama.rope.freq_base", &c->rope_theta, consumed));
   TS_TRY(read_float(f, "llama.attention.layer_norm_rms_epsilon", &c->rms_eps, consumed));
   // GGUF llama files keep Q/K rows in the adjacent-pair order run.c rotates.

@@ -53,28 +53,34 @@ class ByteBuilder {
  public:
   template <class T>
   ByteBuilder& put(T v) {
-    uint8_t b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    bytes.insert(bytes.end(), b, b + sizeof(T));
+    append(&v, sizeof(T));
     return *this;
   }
   ByteBuilder& u32(uint32_t v) { return put(v); }
   ByteBuilder& u64(uint64_t v) { return put(v); }
   ByteBuilder& str(const std::string& s) {
     u64(s.size());
-    bytes.insert(bytes.end(), s.begin(), s.end());
+    append(s.data(), s.size());
     return *this;
   }
   ByteBuilder& raw(const std::string& s) {
-    bytes.insert(bytes.end(), s.begin(), s.end());
+    append(s.data(), s.size());
     return *this;
   }
   ByteBuilder& zeros(size_t n) {
-    bytes.insert(bytes.end(), n, 0);
+    bytes.resize(bytes.size() + n, 0);
     return *this;
   }
   ByteBuilder& pad_to(size_t alignment) { return zeros((alignment - bytes.size() % alignment) % alignment); }
   std::vector<uint8_t> bytes;
+
+ private:
+  // resize + memcpy rather than insert: GCC 12 warns falsely on the latter.
+  void append(const void* p, size_t n) {
+    const size_t at = bytes.size();
+    bytes.resize(at + n);
+    if (n) std::memcpy(bytes.data() + at, p, n);
+  }
 };
 
 // The message is one line and holds every one of `parts`.

@@ -22,6 +22,12 @@ struct RunFlags {
 } f;
 
 int run_main() {
+  SamplerParams sp;
+  sp.temperature = f.temperature;
+  sp.top_p = f.top_p;
+  sp.top_k = f.top_k;
+  sp.seed = f.seed >= 0 ? (uint64_t)f.seed : std::random_device{}();
+  if (Status s = validate(sp); !s.is_ok()) return fail(s);
   ModelOptions mo;
   mo.path = f.model;
   mo.tokenizer_path = f.tokenizer;
@@ -42,9 +48,6 @@ int run_main() {
     if (!ids) return fail(ids.status().with_context("-p"));
     prompt = *ids;
   }
-  const bool want_text = !f.print_ids;
-  if (want_text && !m.has_tokenizer())
-    return fail(invalid_argument(f.model + ": has no tokenizer to print text; give one with -z or use --print-ids"));
   for (size_t i = 0; i < prompt.size(); ++i)
     if (prompt[i] < 0 || prompt[i] >= m.config().vocab_size)
       return fail(out_of_range("--prompt-ids: token id " + std::to_string(prompt[i]) + " (element " + std::to_string(i) +
@@ -52,6 +55,9 @@ int run_main() {
   const int32_t ctx = m.max_context();
   if ((int64_t)prompt.size() > ctx)
     return fail(out_of_range("prompt: " + std::to_string(prompt.size()) + " tokens exceed the context length " + std::to_string(ctx)));
+  const bool want_text = !f.print_ids;
+  if (want_text && !m.has_tokenizer())
+    return fail(invalid_argument(f.model + ": has no tokenizer to print text; give one with -z or use --print-ids"));
   int32_t steps = f.steps;
   if (steps <= 0 || steps > ctx) {
     // llama2.c's rule: 0 or too many steps means the whole context.
@@ -59,11 +65,6 @@ int run_main() {
     steps = ctx;
   }
 
-  SamplerParams sp;
-  sp.temperature = f.temperature;
-  sp.top_p = f.top_p;
-  sp.top_k = f.top_k;
-  sp.seed = f.seed >= 0 ? (uint64_t)f.seed : std::random_device{}();
   auto gen = m.start(sp);
   if (!gen) return fail(gen.status());
 

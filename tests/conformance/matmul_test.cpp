@@ -1,0 +1,164 @@
+// CPU matmul against the reference (weights dequantized by their format's
+// definition, x in f32, f64 accumulation), for every weight dtype, every
+// runnable ISA, and odd shapes.
+#include <string>
+#include <vector>
+
+#include "conformance.h"
+
+namespace tessera::testing {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// Relative-error bounds, ||y - ref|| / ||ref||:
+//  f32, f16, bf16: the weights are exact in f32 on both sides, so only f32
+//    accumulation order differs from the f64 reference: 1e-5.
+//  q8_0, q4_0: the CPU quantizes x to q8 blocks (8-bit, one scale per 32),
+//    which alone costs ~0.4% rms for uniform x; the reference does not: 1e-2.
+//    (Checked where there are >= 32 outputs; a handful of dots can cancel to
+//    a tiny ||ref||. Every output also meets the worst case below.)
+//  q4_K: x stays f32 (dequantize-then-dot): 1e-5.
+double bound(DType t) { return t == DType::q8_0 || t == DType::q4_0 ? 1e-2 : 1e-5; }
+bool quantizes_x(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
+
+// Worst case of q8 activation rounding for each output: |x - x'| <= d/2 with
+// d = max|x in block| / 127, so |y - ref| <= sum_j |w_j| * d_j / 2, plus f32
+// accumulation slack.
+std::vector<float> q8_error_bound(DType t, const std::vector<float>& x, const std::vector<std::byte>& w, int64_t m,
+                                  int64_t n, int64_t k) {
+  std::vector<float> half_d((size_t)(m * k)), wrow((size_t)k), out((size_t)(m * n));
+  for (int64_t b = 0; b < m * k / kQK8_0; ++b) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[(size_t)(b * kQK8_0 + j)]));
+    for (int j = 0; j < kQK8_0; ++j) half_d[(size_t)(b * kQK8_0 + j)] = amax / 127.0f / 2.0f;
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    dequantize_row(t, w.data() + r * bytes_for(t, k), wrow.data(), k);
+    for (int64_t i = 0; i < m; ++i) {
+      double e = 0.0, mag = 0.0;
+      for (int64_t j = 0; j < k; ++j) {
+        e += std::fabs(wrow[(size_t)j]) * half_d[(size_t)(i * k + j)];
+        mag += std::fabs(wrow[(size_t)j] * x[(size_t)(i * k + j)]);
+      }
+      out[(size_t)(i * n + r)] = (float)(e * 1.001 + 1e-5 * mag + 1e-30);
+    }
+  }
+  return out;
+}
+
+std::vector<float> run_reference(DType t, const std::vector<float>& x, const std::vector<std::byte>& w, Shape s) {
+  std::vector<float> y((size_t)(s.m * s.n));
+  ref::matmul({x.data(), w.data(), t, y.data(), s.m, s.n, s.k, nullptr});
+  return y;
+}
+
+std::vector<float> run_cpu(DType t, const std::vector<float>& x, const std::vector<std::byte>& w, Shape s) {
+  std::vector<float> y((size_t)(s.m * s.n), -777.0f);
+  AlignedBuffer ws(cpu::matmul_workspace_bytes(t, s.m, s.k));
+  cpu::matmul({x.data(), w.data(), t, y.data(), s.m, s.n, s.k, ws.data()}, pool());
+  return y;
+}
+
+void check_shapes(DType t, const std::vector<Shape>& shapes, uint64_t salt) {
+  Rng rng(salt);
+  for (const Shape& s : shapes) {
+    INFO(std::string(name(t)) << " m=" << s.m << " n=" << s.n << " k=" << s.k);
+    const std::vector<float> x = rng.floats((size_t)(s.m * s.k));
+    const std::vector<std::byte> w = random_weights(t, s.n, s.k, rng);
+    const std::vector<float> want = run_reference(t, x, w, s);
+    const std::vector<float> worst = quantizes_x(t) ? q8_error_bound(t, x, w, s.m, s.n, s.k) : std::vector<float>{};
+    for_each_isa([&](cpu::Isa) {
+      INFO("kernel = " << cpu::matmul_kernel_name(t, s.m));
+      const std::vector<float> y = run_cpu(t, x, w, s);
+      const double err = rel_error(y, want);
+      if (!quantizes_x(t) || s.m * s.n >= 32) CHECK_MESSAGE(err <= bound(t), "relative error " << err << " > " << bound(t));
+      size_t over = 0;
+      for (size_t i = 0; i < worst.size(); ++i) over += std::fabs(y[i] - want[i]) > worst[i];
+      CHECK_MESSAGE(over == 0, over << " outputs beyond the worst-case q8 rounding error");
+    });
+  }
+}
+
+const std::vector<Shape> kPlainShapes = {{1, 1, 1},    {1, 33, 5},    {3, 17, 63},  {7, 64, 172},
+                                         {17, 45, 96}, {1, 257, 2048}, {5, 31, 300}, {16, 70, 64}};
+const std::vector<Shape> kBlockShapes = {{1, 1, 32},    {1, 33, 96},    {3, 17, 64},  {7, 33, 96},
+                                         {17, 45, 160}, {1, 515, 2048}, {5, 130, 4096}, {16, 9, 32}};
+const std::vector<Shape> kSuperBlockShapes = {{1, 3, 256}, {3, 17, 512}, {7, 33, 256}, {17, 5, 768}, {1, 130, 2048}};
+
+TEST_CASE("f32 matmul matches reference at odd shapes (m=1,3,7,17; k=1,5,63,172) on every ISA") {
+  check_shapes(DType::f32, kPlainShapes, 101);
+}
+
+TEST_CASE("f16 matmul matches reference at odd shapes on every ISA") { check_shapes(DType::f16, kPlainShapes, 102); }
+
+TEST_CASE("bf16 matmul matches reference at odd shapes on every ISA") { check_shapes(DType::bf16, kPlainShapes, 103); }
+
+TEST_CASE("q8_0 matmul matches reference within activation-quantization error (m=1,3,7,17; k=32..4096) on every ISA") {
+  check_shapes(DType::q8_0, kBlockShapes, 104);
+}
+
+TEST_CASE("q4_0 matmul matches reference within activation-quantization error (m=7, n=33, k=96 and more) on every ISA") {
+  check_shapes(DType::q4_0, kBlockShapes, 105);
+}
+
+TEST_CASE("q4_K matmul matches reference at odd shapes on every ISA") {
+  check_shapes(DType::q4_K, kSuperBlockShapes, 106);
+}
+
+// x built as q * d with an f16-exact d and max |q| = 127 per block survives
+// q8 quantization exactly, so the integer paths must then agree with the
+// reference to f32 rounding: this catches block, lane and correction
+// mistakes that the 1e-2 bound above would let through.
+TEST_CASE("q8_0 and q4_0 matmul are exact to f32 rounding when x is exactly representable in q8") {
+  Rng rng(107);
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    for (const Shape& s : std::vector<Shape>{{1, 37, 96}, {7, 33, 96}, {17, 12, 256}, {1, 260, 1024}}) {
+      INFO(std::string(name(t)) << " m=" << s.m << " n=" << s.n << " k=" << s.k);
+      std::vector<float> x((size_t)(s.m * s.k));
+      for (size_t b = 0; b < x.size() / kQK8_0; ++b) {
+        const float d = f16_to_f32(f32_to_f16(rng.uniform(0.001f, 0.05f)));
+        for (int j = 0; j < kQK8_0; ++j) x[b * kQK8_0 + j] = (float)rng.integer(-127, 127) * d;
+        x[b * kQK8_0 + (size_t)rng.integer(0, kQK8_0 - 1)] = (rng.integer(0, 1) ? 127.0f : -127.0f) * d;
+      }
+      const std::vector<std::byte> w = random_weights(t, s.n, s.k, rng);
+      const std::vector<float> want = run_reference(t, x, w, s);
+      for_each_isa([&](cpu::Isa) {
+        const double err = rel_error(run_cpu(t, x, w, s), want);
+        CHECK_MESSAGE(err <= 1e-5, "relative error " << err);
+      });
+    }
+  }
+}
+
+TEST_CASE("matmul with k = 0 writes zeros") {
+  std::vector<float> y(6, 5.0f);
+  for_each_isa([&](cpu::Isa) {
+    cpu::matmul({nullptr, nullptr, DType::f16, y.data(), 2, 3, 0, nullptr}, pool());
+    CHECK(max_abs_diff(y, std::vector<float>(6, 0.0f)) == 0.0);
+  });
+}
+
+TEST_CASE("matmul kernel names say dtype, shape and ISA") {
+  CHECK(cpu::matmul_supports(DType::q8_0));
+  CHECK(cpu::matmul_supports(DType::q4_K));
+  CHECK_FALSE(cpu::matmul_supports(DType::i8));
+  CHECK_FALSE(cpu::matmul_supports(DType::i32));
+  CHECK(cpu::matmul_workspace_bytes(DType::f32, 7, 64) == 0);
+  CHECK(cpu::matmul_workspace_bytes(DType::q8_0, 7, 64) >= 7 * 2 * sizeof(BlockQ8_0));
+  for_each_isa([&](cpu::Isa isa) {
+    const std::string sfx = isa == cpu::Isa::avx512_vnni ? "avx512vnni" : std::string(cpu::name(isa));
+    CHECK(cpu::matmul_kernel_name(DType::q8_0, 1) == "q8_0_gemv__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::q4_0, 7) == "q4_0_gemm__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::f16, 1) == "f16_gemv__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::f32, 1) == "f32_gemv__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::f32, 3) == "f32_gemm__onednn");
+    CHECK(cpu::matmul_kernel_name(DType::q4_K, 1) == "q4_K_dequant_gemv__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::i8, 1) == "unsupported");
+  });
+}
+
+}  // namespace
+}  // namespace tessera::testing
