@@ -8,12 +8,6 @@ namespace tessera::kernels::cpu::detail {
 
 namespace {
 
-inline __m256i unpack_nibbles(const uint8_t* qs) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
-}
-
 template <int MR, int NR>
 void q4_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, int64_t nb, float* y, int64_t ldy) {
   const BlockQ4_0* wr[NR];
@@ -32,19 +26,18 @@ void q4_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, i
   const __m256i ones16 = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b) {
     __m256i wq[NR];
-    __m256 wd[NR];
     for (int r = 0; r < NR; ++r) {
       wq[r] = unpack_nibbles(wr[r][b].qs);
-      wd[r] = _mm256_set1_ps(_cvtsh_ss(wr[r][b].d));
     }
     for (int i = 0; i < MR; ++i) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQK4_0));
       const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xc[i] + b * 8));
-      const __m256 d = _mm256_set1_ps(xd[i][b]);
+      __m256 scale[NR];
+      block_scales<NR>(wr, b, xd[i][b], scale);
       for (int r = 0; r < NR; ++r) {
         const __m256i sum32 = _mm256_madd_epi16(_mm256_maddubs_epi16(wq[r], q), ones16);
         const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(sum32, c));
-        acc[i][r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(wd[r], d), acc[i][r]);
+        acc[i][r] = _mm256_fmadd_ps(dot, scale[r], acc[i][r]);
       }
     }
   }

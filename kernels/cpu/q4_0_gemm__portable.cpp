@@ -16,11 +16,14 @@ void q4_0_tile__portable(const std::byte* x, int64_t x_stride, int mr, const std
       float acc = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
         const int8_t* q = xq + b * kQK4_0;
-        int32_t s = 0;
+        // Unpacking first leaves a plain int8 dot the compiler vectorizes.
+        int8_t wq[kQK4_0];
         for (int j = 0; j < kQK4_0 / 2; ++j) {
-          s += ((int32_t)(wb[b].qs[j] & 0x0f) - 8) * q[j];
-          s += ((int32_t)(wb[b].qs[j] >> 4) - 8) * q[j + kQK4_0 / 2];
+          wq[j] = (int8_t)((wb[b].qs[j] & 0x0f) - 8);
+          wq[j + kQK4_0 / 2] = (int8_t)((wb[b].qs[j] >> 4) - 8);
         }
+        int32_t s = 0;
+        for (int j = 0; j < kQK4_0; ++j) s += (int32_t)wq[j] * q[j];
         acc += (float)s * (f16_to_f32(wb[b].d) * xd[b]);
       }
       y[i * ldy + r] = acc;

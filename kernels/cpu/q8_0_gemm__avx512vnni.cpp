@@ -52,18 +52,17 @@ void q8_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, i
   const __m256i flip = _mm256_set1_epi8((char)0x80);
   for (int64_t b = 0; b < nb; ++b) {
     __m256i wq[NR];
-    __m256 wd[NR];
     for (int r = 0; r < NR; ++r) {
       wq[r] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[r][b].qs)), flip);
-      wd[r] = _mm256_set1_ps(_cvtsh_ss(wr[r][b].d));
     }
     for (int i = 0; i < MR; ++i) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQK8_0));
       const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xc[i] + b * 8));
-      const __m256 d = _mm256_set1_ps(xd[i][b]);
+      __m256 scale[NR];
+      block_scales<NR>(wr, b, xd[i][b], scale);
       for (int r = 0; r < NR; ++r) {
         const __m256 dot = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(c, wq[r], q));
-        acc[i][r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(wd[r], d), acc[i][r]);
+        acc[i][r] = _mm256_fmadd_ps(dot, scale[r], acc[i][r]);
       }
     }
   }

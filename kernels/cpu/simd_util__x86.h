@@ -12,6 +12,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
+
+#include <cstdint>
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -24,6 +26,46 @@ inline float hsum256(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// The f16 scales of four weight rows' block b as f32 lanes 0..3. They are
+// gathered with scalar loads and shifts (integer ports) and widened with one
+// vcvtph2ps, which keeps the vector ports for the dot products.
+template <typename Block>
+inline __m128 scales4(const Block* const* rows, int64_t b) {
+  const uint64_t packed = (uint64_t)rows[0][b].d | (uint64_t)rows[1][b].d << 16 | (uint64_t)rows[2][b].d << 32 |
+                          (uint64_t)rows[3][b].d << 48;
+  return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)packed));
+}
+
+// Lane r of s (r < 4), broadcast to 8 lanes.
+template <int R>
+inline __m256 lane(__m128 s) {
+  if constexpr (R == 0) return _mm256_broadcastss_ps(s);
+  else return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s), _mm256_set1_epi32(R));
+}
+
+// Per-row, per-block scales d_w * d_x for NR = 4 (vectorized) or NR = 1.
+template <int NR, typename Block>
+inline void block_scales(const Block* const* rows, int64_t b, float xd, __m256* out) {
+  if constexpr (NR == 4) {
+    const __m128 s = _mm_mul_ps(scales4(rows, b), _mm_set1_ps(xd));
+    out[0] = lane<0>(s);
+    out[1] = lane<1>(s);
+    out[2] = lane<2>(s);
+    out[3] = lane<3>(s);
+  } else {
+    for (int r = 0; r < NR; ++r) out[r] = _mm256_set1_ps(_cvtsh_ss(rows[r][b].d) * xd);
+  }
+}
+
+// q4_0's 16 bytes as 32 unsigned nibbles in element order: the bytes go to
+// both 128-bit halves, the upper half shifts right by 4 (bits crossing into
+// the neighbour byte are masked off), then the mask keeps the low nibble.
+inline __m256i unpack_nibbles(const uint8_t* qs) {
+  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi32(both, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
 }
 
 }  // namespace
