@@ -12,7 +12,8 @@ mode=${1:-}
 case "$mode" in bench|test) ;; *) echo "usage: tools/quickstart.sh bench|test [bench flags...]" >&2; exit 2 ;; esac
 shift || true
 
-packages=(g++ cmake ninja-build pkg-config libdnnl-dev doctest-dev nlohmann-json3-dev libcli11-dev)
+# ocl-icd-opencl-dev: only recommended by libdnnl-dev, but its CMake config requires OpenCL.
+packages=(g++ cmake ninja-build pkg-config libdnnl-dev ocl-icd-opencl-dev doctest-dev nlohmann-json3-dev libcli11-dev)
 
 install_missing() {
   local missing=()

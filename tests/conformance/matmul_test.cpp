@@ -83,9 +83,9 @@ void check_shapes(DType t, const std::vector<Shape>& shapes, uint64_t salt) {
 }
 
 const std::vector<Shape> kPlainShapes = {{1, 1, 1},    {1, 33, 5},    {3, 17, 63},  {7, 64, 172},
-                                         {17, 45, 96}, {1, 257, 2048}, {5, 31, 300}, {16, 70, 64}};
+                                         {17, 45, 96}, {1, 257, 2048}, {5, 31, 300}, {16, 70, 64}, {9, 300, 1000}};
 const std::vector<Shape> kBlockShapes = {{1, 1, 32},    {1, 33, 96},    {3, 17, 64},  {7, 33, 96},
-                                         {17, 45, 160}, {1, 515, 2048}, {5, 130, 4096}, {16, 9, 32}};
+                                         {17, 45, 160}, {1, 515, 2048}, {5, 130, 4096}, {16, 9, 32}, {33, 40, 256}};
 const std::vector<Shape> kSuperBlockShapes = {{1, 3, 256}, {3, 17, 512}, {7, 33, 256}, {17, 5, 768}, {1, 130, 2048}};
 
 TEST_CASE("f32 matmul matches reference at odd shapes (m=1,3,7,17; k=1,5,63,172) on every ISA") {
