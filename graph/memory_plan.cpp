@@ -37,11 +37,13 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<uint64_t>& bytes_of) {
     for (ValueId in : g.nodes[(size_t)n].inputs) plan.values[(size_t)in].last = std::max(plan.values[(size_t)in].last, n);
   for (ValueId out : g.outputs) plan.values[(size_t)out].last = end;
 
-  // Lower bound: the largest total of values live at one node.
-  for (int32_t n = 0; n <= end; ++n) {
+  // Lower bound: the largest total of values that must coexist between two
+  // nodes (defined at or before n, read after n). No plan, in place or not,
+  // can hold them in fewer bytes.
+  for (int32_t n = 0; n < end; ++n) {
     uint64_t live = 0;
     for (const auto& p : plan.values)
-      if (p.in_arena && p.first <= n && n <= p.last) live += p.bytes;
+      if (p.in_arena && p.first <= n && n < p.last) live += p.bytes;
     plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, live);
   }
 

@@ -20,7 +20,7 @@ struct ValuePlacement {
 struct MemoryPlan {
   std::vector<ValuePlacement> values;  // indexed by ValueId
   uint64_t peak_bytes = 0;
-  uint64_t lower_bound_bytes = 0;  // the largest set of simultaneously live values
+  uint64_t lower_bound_bytes = 0;  // the largest total of values live between two nodes
 };
 
 // `bytes_of(id)` is the size of a computed value at the bucket being planned.

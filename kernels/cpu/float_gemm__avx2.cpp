@@ -37,7 +37,10 @@ void tile(const float* x, int64_t ldx, const std::byte* w, int64_t ws, int64_t k
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();
   int64_t j = 0;
+  const char* next_span = reinterpret_cast<const char*>(w) + NR * ws;
+  constexpr int kStepBytes = 8 * (T == W::f32 ? 4 : 2);
   for (; j + 8 <= k; j += 8) {
+    if constexpr (NR == 4) prefetch_next_span<NR * kStepBytes>(next_span + j / 8 * NR * kStepBytes);
     __m256 wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = load_w<T>(w + r * ws, j);
     for (int i = 0; i < MR; ++i) {

@@ -40,7 +40,10 @@ void tile(const float* x, int64_t ldx, const std::byte* w, int64_t ws, int64_t k
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
   int64_t j = 0;
+  const char* next_span = reinterpret_cast<const char*>(w) + NR * ws;
+  constexpr int kStepBytes = 16 * (T == W::f32 ? 4 : 2);
   for (; j + 16 <= k; j += 16) {
+    if constexpr (NR == 4) prefetch_next_span<NR * kStepBytes>(next_span + j / 16 * NR * kStepBytes);
     __m512 wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = load_w<T>(w + r * ws, j);
     for (int i = 0; i < MR; ++i) {

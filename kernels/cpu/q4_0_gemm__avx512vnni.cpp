@@ -23,7 +23,9 @@ void q4_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, i
   __m256 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();
+  const char* next_span = reinterpret_cast<const char*>(w) + NR * ws;
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (NR == 4) prefetch_next_span<NR * sizeof(BlockQ4_0)>(next_span + b * NR * (int64_t)sizeof(BlockQ4_0));
     __m256i wq[NR];
     for (int r = 0; r < NR; ++r) {
       wq[r] = unpack_nibbles(wr[r][b].qs);

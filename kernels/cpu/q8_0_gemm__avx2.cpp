@@ -55,7 +55,9 @@ void q8_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, i
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();
   const __m256i ones16 = _mm256_set1_epi16(1);
+  const char* next_span = reinterpret_cast<const char*>(w) + NR * ws;
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (NR == 4) prefetch_next_span<NR * sizeof(BlockQ8_0)>(next_span + b * NR * (int64_t)sizeof(BlockQ8_0));
     __m256i wq[NR], wabs[NR];
     for (int r = 0; r < NR; ++r) {
       wq[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[r][b].qs));
