@@ -1,8 +1,23 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TESSERA_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define TESSERA_CPU_RELAX() asm volatile("yield")
+#else
+#define TESSERA_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace tessera {
+
+namespace {
+// How long an idle worker spins before it sleeps.
+constexpr auto kSpin = std::chrono::microseconds(200);
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = (int)std::max(1u, std::thread::hardware_concurrency());
@@ -12,7 +27,7 @@ ThreadPool::ThreadPool(int n_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -29,17 +44,23 @@ void ThreadPool::work_on_current() {
 void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+    // Spin, then sleep, until a new job (or stop) is published.
+    const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+    int polls = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed)) {
+      TESSERA_CPU_RELAX();
+      if (++polls % 64 == 0 && std::chrono::steady_clock::now() > spin_until) {
+        std::unique_lock<std::mutex> lock(mu_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+        sleepers_.fetch_sub(1);
+        break;
+      }
     }
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
     work_on_current();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--busy_ == 0) done_.notify_one();
-    }
+    pending_.fetch_sub(1, std::memory_order_release);
   }
 }
 
@@ -52,20 +73,18 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
     return;
   }
   // A few chunks per thread balance uneven rows without much counter traffic.
-  const int64_t chunk = std::max(grain, (n + threads * 4 - 1) / (threads * 4));
-  {
+  fn_ = &fn;
+  n_ = n;
+  chunk_ = std::max(grain, (n + threads * 4 - 1) / (threads * 4));
+  next_.store(0, std::memory_order_relaxed);
+  pending_.store((int)workers_.size(), std::memory_order_relaxed);
+  generation_.fetch_add(1);  // publishes the job (seq_cst, ordered before the sleepers_ read)
+  if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    n_ = n;
-    chunk_ = chunk;
-    next_.store(0, std::memory_order_relaxed);
-    busy_ = (int)workers_.size();
-    ++generation_;
+    wake_.notify_all();
   }
-  wake_.notify_all();
   work_on_current();
-  std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] { return busy_ == 0; });
+  while (pending_.load(std::memory_order_acquire) != 0) TESSERA_CPU_RELAX();
   fn_ = nullptr;
 }
 

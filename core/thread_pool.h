@@ -1,9 +1,13 @@
 #pragma once
 // A fixed pool of worker threads implementing ParallelFor. Workers are
-// created once and wait between calls; a call hands out chunks through an
-// atomic counter and the caller's thread works too.
+// created once. Between calls they spin for a short while (a decode step
+// issues hundreds of small dispatches back to back, and a futex wake-up per
+// dispatch costs more than many of them take), then sleep on a condition
+// variable. A call hands out chunks through an atomic counter; the caller's
+// thread works too.
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -29,11 +33,12 @@ class ThreadPool final : public ParallelFor {
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
-  std::condition_variable wake_, done_;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-  int busy_ = 0;
-  // the current job
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<int> pending_{0};  // workers still inside the current job
+  std::atomic<bool> stop_{false};
+  // the current job, published by the release on generation_
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;
   std::atomic<int64_t> next_{0};

@@ -1,6 +1,9 @@
 #include "backends/cpu/cpu_executable.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -54,6 +57,8 @@ int64_t rows_of(const BoundTensor& t, const StepArgs& a) {
 Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan, std::span<Buffer* const> bound,
                                                                ParallelFor& pool) {
   std::unique_ptr<CpuExecutable> exe(new CpuExecutable(plan, pool));
+  const char* prof = std::getenv("TESSERA_PROFILE");
+  exe->profile_ = prof && *prof && *prof != '0';
   exe->buffers_.resize(plan.buffers.size(), nullptr);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlanBuffer& pb = plan.buffers[i];
@@ -158,8 +163,30 @@ Status CpuExecutable::run(const StepArgs& args) {
     if ((uint64_t)n * 4 > pb.bytes) return invalid_argument(std::string("step: ") + to_string(pb.field) + " exceeds the bucket");
     if (n > 0) std::memcpy(buffers_[i]->host_data(), src, (size_t)n * 4);
   }
-  for (const auto& d : dispatches_) TS_TRY(run_dispatch(d, args));
+  if (!profile_) {
+    for (const auto& d : dispatches_) TS_TRY(run_dispatch(d, args));
+    return Status::ok();
+  }
+  for (const auto& d : dispatches_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    TS_TRY(run_dispatch(d, args));
+    op_ns_[(size_t)d.op] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    ++op_calls_[(size_t)d.op];
+  }
+  ++steps_;
   return Status::ok();
+}
+
+CpuExecutable::~CpuExecutable() {
+  if (!profile_ || steps_ == 0) return;
+  double total = 0;
+  for (double t : op_ns_) total += t;
+  std::fprintf(stderr, "profile: bucket of %d tokens, %llu steps, %.3f ms per step\n", plan_.bucket.max_tokens,
+               (unsigned long long)steps_, total / 1e6 / (double)steps_);
+  for (int i = 0; i < kOpKindCount; ++i)
+    if (op_calls_[(size_t)i])
+      std::fprintf(stderr, "profile:   %-16s %8.3f ms/step  %5.1f%%  %llu calls\n", std::string(name((OpKind)i)).c_str(),
+                   op_ns_[(size_t)i] / 1e6 / (double)steps_, 100 * op_ns_[(size_t)i] / total, (unsigned long long)op_calls_[(size_t)i]);
 }
 
 Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {

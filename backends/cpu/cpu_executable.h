@@ -2,6 +2,7 @@
 // A Plan bound to host memory: every dispatch's pointers resolved once at
 // compile time; run() fills the step inputs, checks them against the
 // bucket, and calls the CPU kernels in order.
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -31,6 +32,7 @@ class CpuExecutable final : public Executable {
   const Plan& plan() const override { return plan_; }
   Buffer& buffer(uint32_t id) override { return *buffers_[id]; }
   Status run(const StepArgs& args);
+  ~CpuExecutable() override;
 
  private:
   CpuExecutable(const Plan& plan, ParallelFor& pool) : plan_(plan), pool_(pool) {}
@@ -46,6 +48,11 @@ class CpuExecutable final : public Executable {
   int64_t kv_slots_ = 0;    // slots in the smallest pool, bound for slot_mapping
   int64_t kv_blocks_ = 0;
   int32_t block_size_ = 0;
+  // TESSERA_PROFILE=1: wall time per op kind, printed when the executable goes.
+  bool profile_ = false;
+  std::array<double, kOpKindCount> op_ns_{};
+  std::array<uint64_t, kOpKindCount> op_calls_{};
+  uint64_t steps_ = 0;
 };
 
 }  // namespace tessera::cpu

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa_kernels.h"
+#include "kernels/cpu/parallel_util.h"
 
 namespace tessera::kernels::cpu {
 
@@ -37,7 +38,7 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
   const int hd = p.head_dim;
   const int64_t q_row = (int64_t)p.n_heads * hd;
   const int64_t kv_row = (int64_t)p.n_kv_heads * hd;
-  const float inv_sqrt = sqrtf((float)hd);
+  const float sqrt_hd = sqrtf((float)hd);
 
   int64_t longest = 1;
   for (int32_t s = 0; s < a.n_seqs; ++s)
@@ -47,14 +48,14 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
   const int64_t chunks = attention_chunks(items, pf.num_threads());
   float* const ws = static_cast<float*>(a.workspace);
 
-  pf.run(chunks, 1, [&](int64_t c0, int64_t c1) {
+  detail::parallel_for(pf, chunks, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       float* scores = ws + c * longest;
       for (int64_t item = c * items / chunks; item < (c + 1) * items / chunks; ++item) {
         const int64_t t = item / p.n_heads;
         const int h = (int)(item % p.n_heads);
-        const int32_t s = (int32_t)(std::upper_bound(a.query_start, a.query_start + a.n_seqs + 1, (int32_t)t) -
-                                    a.query_start) - 1;
+        const int32_t s =
+            (int32_t)(std::upper_bound(a.query_start, a.query_start + a.n_seqs + 1, (int32_t)t) - a.query_start) - 1;
         const int64_t len = kv_len(a, s, t);
         const int32_t* table = a.block_tables + (int64_t)s * a.max_blocks_per_seq;
         const int64_t head_off = (int64_t)(h / group) * hd;
@@ -68,7 +69,7 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
           for (int64_t o = 0; o < nj; ++o) {
             const float dot = isa.dot(q, a.k_pool + (base + o) * kv_row + head_off, hd);
             // 1/sqrt(head_dim) is applied as llama2.c does, by division.
-            const float score = p.scale != 0.0f ? dot * p.scale : dot / inv_sqrt;
+            const float score = p.scale != 0.0f ? dot * p.scale : dot / sqrt_hd;
             scores[j0 + o] = score;
             max = std::max(max, score);
           }

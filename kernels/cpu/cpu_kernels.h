@@ -1,8 +1,12 @@
 #pragma once
 // Vectorized CPU kernels. The ISA family is probed once at start-up
 // (AVX-512 with VNNI, AVX2+FMA, or portable C++ that any compiler
-// vectorizes, so aarch64 builds too); force_isa() lets tests run each path
-// the machine can execute.
+// vectorizes, so aarch64 builds too); TESSERA_CPU_ISA=portable|avx2|
+// avx512_vnni overrides the probe (a family the CPU cannot run is refused
+// with a message on stderr), and force_isa() lets tests run each path the
+// machine can execute. Kernels neither allocate nor lock; they parallelize
+// only through the ParallelFor they are given (oneDNN's f32 sgemm, used for
+// m >= 64, runs one single-threaded call per chunk of it).
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -23,7 +27,13 @@ void force_isa(Isa isa);            // must be runnable; for tests and --isa
 // The kernel a matmul with these weights runs, e.g. "q8_0_gemm__avx512vnni".
 std::string matmul_kernel_name(DType w_dtype, int64_t m);
 bool matmul_supports(DType w_dtype);  // f32, f16, bf16, q8_0, q4_0, q4_K
+// q8_0/q4_0 quantize the m activation rows to q8 blocks here (a layout
+// private to kernels/cpu); the other dtypes need none (0 bytes).
 size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k);
+// Scores scratch: one region of max_context floats per chunk of (token,
+// head) items, min(n_tokens * n_heads, 4 * n_threads) chunks. max_context
+// must cover every sequence's KV length in the call and n_threads must be
+// at least the num_threads() of the ParallelFor the kernel is given.
 size_t attention_workspace_bytes(const AttentionParams& p, int64_t n_tokens, int64_t max_context, int n_threads);
 
 void embedding(const EmbeddingArgs& a, ParallelFor& pf);

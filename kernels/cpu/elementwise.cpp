@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel_util.h"
 
 namespace tessera::kernels::cpu {
 
@@ -13,7 +14,7 @@ int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, kElemGrain / std::
 }  // namespace
 
 void silu_mul(const SiluMulArgs& a, ParallelFor& pf) {
-  pf.run(a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
+  detail::parallel_for(pf, a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       const float g = a.gate[i];
       a.out[i] = g * (1.0f / (1.0f + expf(-g))) * a.up[i];
@@ -22,14 +23,14 @@ void silu_mul(const SiluMulArgs& a, ParallelFor& pf) {
 }
 
 void add(const AddArgs& a, ParallelFor& pf) {
-  pf.run(a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
+  detail::parallel_for(pf, a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) a.out[i] = a.a[i] + a.b[i];
   });
 }
 
 // Max-subtracted, divided by the sum, as llama2.c does.
 void softmax(const SoftmaxArgs& a, ParallelFor& pf) {
-  pf.run(a.rows, row_grain(a.cols), [&](int64_t r0, int64_t r1) {
+  detail::parallel_for(pf, a.rows, row_grain(a.cols), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       float* x = a.x + r * a.cols;
       float max = -INFINITY;
@@ -45,7 +46,7 @@ void softmax(const SoftmaxArgs& a, ParallelFor& pf) {
 }
 
 void argmax(const ArgmaxArgs& a, ParallelFor& pf) {
-  pf.run(a.rows, row_grain(a.cols), [&](int64_t r0, int64_t r1) {
+  detail::parallel_for(pf, a.rows, row_grain(a.cols), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* x = a.x + r * a.cols;
       int64_t best = 0;

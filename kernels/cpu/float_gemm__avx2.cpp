@@ -15,8 +15,10 @@ inline __m256 load_w(const std::byte* row, int64_t j) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + j);
   } else {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(row) + j));
-    if constexpr (T == W::f16) return _mm256_cvtph_ps(h);
-    else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    if constexpr (T == W::f16)
+      return _mm256_cvtph_ps(h);
+    else
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
 }
 
@@ -26,8 +28,10 @@ inline float load_w1(const std::byte* row, int64_t j) {
     return reinterpret_cast<const float*>(row)[j];
   } else {
     const uint16_t h = reinterpret_cast<const uint16_t*>(row)[j];
-    if constexpr (T == W::f16) return _cvtsh_ss(h);
-    else return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128((int)((uint32_t)h << 16))));
+    if constexpr (T == W::f16)
+      return _cvtsh_ss(h);
+    else
+      return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128((int)((uint32_t)h << 16))));
   }
 }
 

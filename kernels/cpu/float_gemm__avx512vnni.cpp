@@ -18,8 +18,10 @@ inline __m512 load_w(const std::byte* row, int64_t j) {
     return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + j);
   } else {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(row) + j));
-    if constexpr (T == W::f16) return _mm512_cvtph_ps(h);
-    else return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    if constexpr (T == W::f16)
+      return _mm512_cvtph_ps(h);
+    else
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
 }
 
@@ -29,8 +31,10 @@ inline __m512 load_w_tail(const std::byte* row, int64_t j, __mmask16 m) {
     return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + j);
   } else {
     const __m256i h = _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + j);
-    if constexpr (T == W::f16) return _mm512_cvtph_ps(h);
-    else return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    if constexpr (T == W::f16)
+      return _mm512_cvtph_ps(h);
+    else
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
 }
 
@@ -114,7 +118,8 @@ void axpy__avx512vnni(float a, const float* x, float* y, int64_t n) {
   const __m512 av = _mm512_set1_ps(a);
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : tail_mask(n - j);
-    _mm512_mask_storeu_ps(y + j, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + j), _mm512_maskz_loadu_ps(m, y + j)));
+    _mm512_mask_storeu_ps(y + j, m,
+                          _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + j), _mm512_maskz_loadu_ps(m, y + j)));
   }
 }
 

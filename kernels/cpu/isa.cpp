@@ -9,6 +9,10 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa_kernels.h"
 
+#if defined(TESSERA_X86)
+#include <cpuid.h>
+#endif
+
 namespace tessera::kernels::cpu {
 
 std::string_view name(Isa isa) {
@@ -20,15 +24,25 @@ std::string_view name(Isa isa) {
   return "unknown";
 }
 
+#if defined(TESSERA_X86)
+namespace {
+// CPUID.1:ECX bit 29. (Clang's __builtin_cpu_supports has no "f16c"; the OS
+// side of it is covered by the AVX2 check, which includes XGETBV.)
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+}  // namespace
+#endif
+
 Isa detect_isa() {
 #if defined(TESSERA_X86)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("f16c") &&
-      __builtin_cpu_supports("fma"))
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+  if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni"))
     return Isa::avx512_vnni;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    return Isa::avx2;
+  if (avx2) return Isa::avx2;
 #endif
   return Isa::portable;
 }
@@ -74,16 +88,49 @@ void force_isa(Isa isa) {
 namespace detail {
 
 namespace {
-const IsaKernels kPortable{Isa::portable,     "portable",          quantize_row__portable, q8_0_tile__portable,
-                           q4_0_tile__portable, f32_tile__portable, f16_tile__portable,     bf16_tile__portable,
-                           dot__portable,      axpy__portable,      f16_to_f32__portable,   bf16_to_f32__portable};
+constexpr IsaKernels kPortable{
+    .isa = Isa::portable,
+    .suffix = "portable",
+    .quantize_row = quantize_row__portable,
+    .q8_0_tile = q8_0_tile__portable,
+    .q4_0_tile = q4_0_tile__portable,
+    .f32_tile = f32_tile__portable,
+    .f16_tile = f16_tile__portable,
+    .bf16_tile = bf16_tile__portable,
+    .dot = dot__portable,
+    .axpy = axpy__portable,
+    .f16_to_f32 = f16_to_f32__portable,
+    .bf16_to_f32 = bf16_to_f32__portable,
+};
 #if defined(TESSERA_X86)
-const IsaKernels kAvx2{Isa::avx2,     "avx2",         quantize_row__avx2, q8_0_tile__avx2,
-                       q4_0_tile__avx2, f32_tile__avx2, f16_tile__avx2,     bf16_tile__avx2,
-                       dot__avx2,      axpy__avx2,      f16_to_f32__avx2,   bf16_to_f32__avx2};
-const IsaKernels kAvx512Vnni{Isa::avx512_vnni,     "avx512vnni",         quantize_row__avx512vnni, q8_0_tile__avx512vnni,
-                             q4_0_tile__avx512vnni, f32_tile__avx512vnni, f16_tile__avx512vnni,     bf16_tile__avx512vnni,
-                             dot__avx512vnni,      axpy__avx512vnni,      f16_to_f32__avx512vnni,   bf16_to_f32__avx512vnni};
+constexpr IsaKernels kAvx2{
+    .isa = Isa::avx2,
+    .suffix = "avx2",
+    .quantize_row = quantize_row__avx2,
+    .q8_0_tile = q8_0_tile__avx2,
+    .q4_0_tile = q4_0_tile__avx2,
+    .f32_tile = f32_tile__avx2,
+    .f16_tile = f16_tile__avx2,
+    .bf16_tile = bf16_tile__avx2,
+    .dot = dot__avx2,
+    .axpy = axpy__avx2,
+    .f16_to_f32 = f16_to_f32__avx2,
+    .bf16_to_f32 = bf16_to_f32__avx2,
+};
+constexpr IsaKernels kAvx512Vnni{
+    .isa = Isa::avx512_vnni,
+    .suffix = "avx512vnni",
+    .quantize_row = quantize_row__avx512vnni,
+    .q8_0_tile = q8_0_tile__avx512vnni,
+    .q4_0_tile = q4_0_tile__avx512vnni,
+    .f32_tile = f32_tile__avx512vnni,
+    .f16_tile = f16_tile__avx512vnni,
+    .bf16_tile = bf16_tile__avx512vnni,
+    .dot = dot__avx512vnni,
+    .axpy = axpy__avx512vnni,
+    .f16_to_f32 = f16_to_f32__avx512vnni,
+    .bf16_to_f32 = bf16_to_f32__avx512vnni,
+};
 #endif
 }  // namespace
 

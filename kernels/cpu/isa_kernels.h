@@ -18,12 +18,21 @@ namespace tessera::kernels::cpu::detail {
 //                          c = qx_correction(w_dtype); it turns an unsigned x
 //                          signed dot (VNNI's dpbusd) on offset weights exact
 //   float   d[nb]          the scale, kept in f32 (ggml rounds it to f16)
+// For q4_0 weights the avx512_vnni family uses a pair layout instead, so
+// that one dpbusd serves half of two blocks (a q4_0 block is 16 bytes):
+// per pair p of blocks (2p, 2p+1; a missing last partner is all zero)
+//   int8_t  qs[64]   x[2p][0..15], x[2p+1][0..15], x[2p][16..31], x[2p+1][16..31]
+//   int32_t corr[8]  lanes 0-3: -8 * sums of x[2p] at 4l..4l+3 and 16+4l..19+4l; 4-7: same for 2p+1
+//   float   d[8]     d[2p] x 4, d[2p+1] x 4
+// stored as qs of all pairs, then corr, then d. A layout is read only by the
+// tiles of the ISA family whose quantize_row wrote it.
 // (Unnamed namespace: the ISA files include these under their own target
 // flags, and internal linkage keeps each copy in its own file.)
 namespace {
+// Room for either layout: (nb + 1) blocks of 68 bytes cover ceil(nb/2) pairs of 128.
 inline int64_t qx_row_bytes(int64_t k) {
   const int64_t nb = k / kQK8_0;
-  return (nb * (32 + 32 + 4) + 63) / 64 * 64;
+  return ((nb + 1) * (32 + 32 + 4) + 63) / 64 * 64;
 }
 // q8_0 weights enter dpbusd as q + 128, q4_0 weights as their raw nibbles q + 8.
 inline int32_t qx_correction(DType w_dtype) { return w_dtype == DType::q4_0 ? 8 : 128; }

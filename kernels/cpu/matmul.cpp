@@ -1,8 +1,9 @@
 // Matmul dispatch, blocking and threading, shared by every ISA family.
 //   q8_0, q4_0: x rows are quantized to q8 blocks in the workspace, then the
 //               ISA's integer tiles (isa_kernels.h) run over the weights.
-//   f32:        m == 1 through our gemv tiles (memory-bound); m > 1 through
-//               oneDNN's sgemm, which parallelizes with its own OpenMP team.
+//   f32:        our tiles below kOneDnnMinRows rows (decode is memory-bound,
+//               and small-m sgemm loses to its own packing), oneDNN's sgemm
+//               from there, one sequential call per parallel chunk.
 //   f16, bf16:  widened on the fly inside the tiles, FMA in f32.
 //   q4_K:       each 256-element super-block dequantized to the stack, then
 //               f32 dots; correct, not tuned.
@@ -13,30 +14,31 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <string>
 
 #include "core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa_kernels.h"
+#include "kernels/cpu/parallel_util.h"
 
 namespace tessera::kernels::cpu {
 
 namespace {
 
-constexpr int kNR = 4;               // weight rows per tile
-constexpr int kMR = 4;               // x rows per tile, at most
-constexpr int64_t kL2Block = 128 * 1024;   // weight bytes kept hot across x tiles
-constexpr int64_t kChunkBytes = 64 * 1024; // least weight bytes per parallel chunk
+constexpr int kNR = 4;                      // weight rows per tile
+constexpr int kMR = 4;                      // x rows per tile, at most
+constexpr int64_t kL2Block = 128 * 1024;    // weight bytes kept hot across x tiles
+constexpr int64_t kChunkBytes = 64 * 1024;  // least weight bytes per parallel chunk
+constexpr int64_t kOneDnnMinRows = 64;      // measured crossover on Zen 4, 2 threads
 
-using TileCall = std::function<void(int64_t m0, int mr, int64_t n0, int nr)>;
-
-void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const TileCall& tile) {
+// tile(m0, mr, n0, nr) computes y[m0 : m0 + mr, n0 : n0 + nr].
+template <typename Tile>
+void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const Tile& tile) {
   const int64_t groups = (a.n + kNR - 1) / kNR;
   const int64_t group_bytes = kNR * w_row_bytes;
   const int64_t grain = std::max<int64_t>(1, kChunkBytes / group_bytes);
   const int64_t block_groups = std::max<int64_t>(1, kL2Block / group_bytes);
-  pf.run(groups, grain, [&](int64_t g0, int64_t g1) {
+  detail::parallel_for(pf, groups, grain, [&](int64_t g0, int64_t g1) {
     for (int64_t gb = g0; gb < g1; gb += block_groups) {
       const int64_t ge = std::min(g1, gb + block_groups);
       for (int64_t m0 = 0; m0 < a.m; m0 += kMR) {
@@ -53,7 +55,7 @@ void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const Ti
 void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
   const int64_t xs = detail::qx_row_bytes(a.k);
   auto* qx = static_cast<std::byte*>(a.workspace);
-  pf.run(a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
+  detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) isa.quantize_row(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
   });
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
@@ -71,17 +73,31 @@ void plain(const MatmulArgs& a, ParallelFor& pf, detail::FTileFn tile_fn) {
   });
 }
 
-bool onednn_sgemm(const MatmulArgs& a) {
-  // Row-major y[m, n] = x[m, k] * w[n, k]^T.
-  return dnnl_sgemm('N', 'T', a.m, a.n, a.k, 1.0f, a.x, a.k, static_cast<const float*>(a.w), a.k, 0.0f, a.y, a.n) ==
-         dnnl_success;
+// oneDNN here is built on OpenMP, and an OpenMP team of its own would fight
+// our pool for the same cores (and spin after each call). So the n columns
+// are split over our ParallelFor and each chunk is one sequential sgemm: the
+// calling thread's OpenMP team size is set to 1 when the OpenMP runtime that
+// oneDNN loaded is there to ask (weak symbol; absent in non-OpenMP builds).
+extern "C" void omp_set_num_threads(int) __attribute__((weak));
+
+bool onednn_sgemm(const MatmulArgs& a, ParallelFor& pf) {
+  const auto* w = static_cast<const float*>(a.w);
+  bool ok = true;
+  detail::parallel_for(pf, a.n, 64, [&](int64_t n0, int64_t n1) {
+    if (omp_set_num_threads != nullptr) omp_set_num_threads(1);
+    // Row-major y[m, n0:n1] = x[m, k] * w[n0:n1, k]^T.
+    const dnnl_status_t st =
+        dnnl_sgemm('N', 'T', a.m, n1 - n0, a.k, 1.0f, a.x, a.k, w + n0 * a.k, a.k, 0.0f, a.y + n0, a.n);
+    if (st != dnnl_success) ok = false;
+  });
+  return ok;
 }
 
 void q4_K_dequant(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa) {
   const int64_t row_bytes = (int64_t)bytes_for(DType::q4_K, a.k);
   const auto* w = static_cast<const std::byte*>(a.w);
   const int64_t grain = std::max<int64_t>(1, kChunkBytes / row_bytes);
-  pf.run(a.n, grain, [&](int64_t n0, int64_t n1) {
+  detail::parallel_for(pf, a.n, grain, [&](int64_t n0, int64_t n1) {
     alignas(64) float buf[kQK_K];
     for (int64_t n = n0; n < n1; ++n) {
       const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w + n * row_bytes);
@@ -117,7 +133,7 @@ std::string matmul_kernel_name(DType w_dtype, int64_t m) {
   if (!matmul_supports(w_dtype)) return "unsupported";
   const std::string isa = detail::active_kernels().suffix;
   const std::string shape = m == 1 ? "gemv" : "gemm";
-  if (w_dtype == DType::f32 && m > 1) return "f32_gemm__onednn";
+  if (w_dtype == DType::f32 && m >= kOneDnnMinRows) return "f32_gemm__onednn";
   if (w_dtype == DType::q4_K) return "q4_K_dequant_" + shape + "__" + isa;
   return std::string(name(w_dtype)) + "_" + shape + "__" + isa;
 }
@@ -131,7 +147,7 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
   const detail::IsaKernels& isa = detail::active_kernels();
   switch (a.w_dtype) {
     case DType::f32:
-      if (a.m > 1 && onednn_sgemm(a)) return;
+      if (a.m >= kOneDnnMinRows && onednn_sgemm(a, pf)) return;
       return plain(a, pf, isa.f32_tile);
     case DType::f16: return plain(a, pf, isa.f16_tile);
     case DType::bf16: return plain(a, pf, isa.bf16_tile);

@@ -1,4 +1,5 @@
-// AVX-512 VNNI q8_0 kernels: the activation quantizer and q8_0 x q8_0 tiles.
+// AVX-512 VNNI q8_0 kernels: the activation quantizer (both of this ISA's
+// layouts, isa_kernels.h) and q8_0 x q8_0 tiles.
 // dpbusd multiplies unsigned by signed bytes, so each weight block enters as
 // q + 128 (one xor) and the accumulator starts from the activation row's
 // precomputed -128 * sum(x) lanes: the int32 block sum is exact for every
@@ -8,26 +9,61 @@
 
 namespace tessera::kernels::cpu::detail {
 
+namespace {
+
+// One block of 32 floats to q8 codes (returned) and its scale d.
+inline __m256i quantize_block(const float* xb, float* d_out) {
+  const __m512 v0 = _mm512_loadu_ps(xb);
+  const __m512 v1 = _mm512_loadu_ps(xb + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+  const float d = amax / 127.0f;
+  const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  *d_out = d;
+  const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, id)));
+  const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, id)));
+  return _mm256_set_m128i(q1, q0);
+}
+
+// Sums of each 4 consecutive codes, as 8 int32 lanes.
+inline __m256i lane_sums(__m256i q) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), q); }
+
+// q4_0's pair layout (isa_kernels.h): blocks 2p and 2p+1 interleaved by
+// halves so that one dpbusd covers half of each, lanes 0-3 for 2p, 4-7 for 2p+1.
+void quantize_row_q4_0_pairs(const float* x, int64_t k, std::byte* row) {
+  const int64_t nb = k / kQK8_0, pairs = (nb + 1) / 2;
+  auto* qs = reinterpret_cast<int8_t*>(row);
+  auto* corr = reinterpret_cast<int32_t*>(row + pairs * 64);
+  auto* ds = reinterpret_cast<float*>(row + pairs * 96);
+  const __m256i neg_c = _mm256_set1_epi32(-qx_correction(DType::q4_0));
+  for (int64_t p = 0; p < pairs; ++p) {
+    float d0 = 0.0f, d1 = 0.0f;
+    const __m256i q0 = quantize_block(x + 2 * p * kQK8_0, &d0);
+    const __m256i q1 = 2 * p + 1 < nb ? quantize_block(x + (2 * p + 1) * kQK8_0, &d1) : _mm256_setzero_si256();
+    const __m256i lo = _mm256_permute2x128_si256(q0, q1, 0x20);  // elements 0..15 of both
+    const __m256i hi = _mm256_permute2x128_si256(q0, q1, 0x31);  // elements 16..31 of both
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + p * 64), lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + p * 64 + 32), hi);
+    const __m256i sums = _mm256_add_epi32(lane_sums(lo), lane_sums(hi));
+    // lane_sums gives lanes 0-3 from block 2p and 4-7 from 2p+1; adding lo and
+    // hi folds each block's two halves onto the same lanes.
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + p * 8), _mm256_mullo_epi32(sums, neg_c));
+    _mm256_storeu_ps(ds + p * 8, _mm256_set_m128(_mm_set1_ps(d1), _mm_set1_ps(d0)));
+  }
+}
+
+}  // namespace
+
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row) {
+  if (w_dtype == DType::q4_0) return quantize_row_q4_0_pairs(x, k, row);
   const int64_t nb = k / kQK8_0;
   auto* qs = reinterpret_cast<int8_t*>(row);
   auto* corr = const_cast<int32_t*>(qx_corr(row, nb));
   auto* ds = const_cast<float*>(qx_d(row, nb));
   const __m256i neg_c = _mm256_set1_epi32(-qx_correction(w_dtype));
-  const __m256i ones = _mm256_set1_epi8(1);
   for (int64_t b = 0; b < nb; ++b) {
-    const __m512 v0 = _mm512_loadu_ps(x + b * kQK8_0);
-    const __m512 v1 = _mm512_loadu_ps(x + b * kQK8_0 + 16);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    const float d = amax / 127.0f;
-    const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-    ds[b] = d;
-    const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, id)));
-    const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, id)));
-    const __m256i q = _mm256_set_m128i(q1, q0);
+    const __m256i q = quantize_block(x + b * kQK8_0, ds + b);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQK8_0), q);
-    const __m256i lane_sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + b * 8), _mm256_mullo_epi32(lane_sums, neg_c));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + b * 8), _mm256_mullo_epi32(lane_sums(q), neg_c));
   }
 }
 

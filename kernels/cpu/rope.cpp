@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel_util.h"
 
 namespace tessera::kernels::cpu {
 
@@ -12,7 +13,7 @@ void rope(const RopeArgs& a, ParallelFor& pf) {
   const int half = p.rot_dims / 2;
   const int64_t row = (int64_t)p.n_heads * p.head_dim;
   const bool interleaved = p.layout == RopeLayout::interleaved;
-  pf.run(a.n_tokens, 4, [&](int64_t t0, int64_t t1) {
+  detail::parallel_for(pf, a.n_tokens, 4, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* xt = a.x + t * row;
       for (int i = 0; i < half; ++i) {

@@ -12,11 +12,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
-
-#include <cstdint>
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
+
+#include <cstdint>
 
 namespace tessera::kernels::cpu::detail {
 namespace {
@@ -31,7 +31,7 @@ inline float hsum256(__m256 v) {
 // Decode streams weights from memory faster than the hardware prefetcher
 // alone fetches them on this class of machine: while a tile consumes its 4
 // rows (one contiguous span), it pulls the next span into L2 at the same
-// pace, `bytes` per step. Prefetches never fault, so running past the end
+// pace, Bytes per step. Prefetches never fault, so running past the end
 // of the weights is harmless.
 template <int Bytes>
 inline void prefetch_next_span(const char* p) {
@@ -40,19 +40,25 @@ inline void prefetch_next_span(const char* p) {
 
 // The f16 scales of four weight rows' block b as f32 lanes 0..3. They are
 // gathered with scalar loads and shifts (integer ports) and widened with one
-// vcvtph2ps, which keeps the vector ports for the dot products.
+// vcvtph2ps, keeping the vector ports for the dot products; the empty asm
+// statements stop GCC's SLP vectorizer from moving the packing back onto
+// the vector ports as a longer sequence.
 template <typename Block>
 inline __m128 scales4(const Block* const* rows, int64_t b) {
-  const uint64_t packed = (uint64_t)rows[0][b].d | (uint64_t)rows[1][b].d << 16 | (uint64_t)rows[2][b].d << 32 |
-                          (uint64_t)rows[3][b].d << 48;
-  return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)packed));
+  uint64_t lo = (uint64_t)rows[0][b].d | (uint64_t)rows[1][b].d << 16;
+  asm("" : "+r"(lo));
+  uint64_t hi = (uint64_t)rows[2][b].d << 32 | (uint64_t)rows[3][b].d << 48;
+  asm("" : "+r"(hi));
+  return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)(lo | hi)));
 }
 
 // Lane r of s (r < 4), broadcast to 8 lanes.
 template <int R>
 inline __m256 lane(__m128 s) {
-  if constexpr (R == 0) return _mm256_broadcastss_ps(s);
-  else return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s), _mm256_set1_epi32(R));
+  if constexpr (R == 0)
+    return _mm256_broadcastss_ps(s);
+  else
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s), _mm256_set1_epi32(R));
 }
 
 // Per-row, per-block scales d_w * d_x for NR = 4 (vectorized) or NR = 1.

@@ -14,8 +14,8 @@ namespace tessera::testing {
 namespace {
 
 struct Seq {
-  int32_t kv_len;   // tokens of this sequence in the cache
-  int32_t q_len;    // query tokens in this call: the last q_len positions
+  int32_t kv_len;  // tokens of this sequence in the cache
+  int32_t q_len;   // query tokens in this call: the last q_len positions
 };
 
 // One call's worth of metadata and pools, with every slot the call must not
@@ -102,7 +102,8 @@ AttentionParams gqa(int head_dim, int block_size) {
   return p;
 }
 
-TEST_CASE("paged attention matches reference for causal prefill of 3 sequences spanning several shuffled blocks (GQA 8/2)") {
+TEST_CASE(
+    "paged attention matches reference for causal prefill of 3 sequences spanning several shuffled blocks (GQA 8/2)") {
   Rng rng(201);
   check(Scenario(gqa(16, 16), {{37, 37}, {5, 5}, {50, 50}}, rng));
   check(Scenario(gqa(63, 4), {{13, 13}, {1, 1}, {22, 22}}, rng));

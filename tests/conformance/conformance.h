@@ -23,9 +23,9 @@ namespace tessera::testing {
 
 namespace cpu = kernels::cpu;
 namespace ref = kernels::reference;
-using kernels::AddArgs, kernels::ArgmaxArgs, kernels::AttentionArgs, kernels::EmbeddingArgs,
-    kernels::GatherRowsArgs, kernels::KvAppendArgs, kernels::MatmulArgs, kernels::RmsNormArgs, kernels::RopeArgs,
-    kernels::SiluMulArgs, kernels::SoftmaxArgs;
+using kernels::AddArgs, kernels::ArgmaxArgs, kernels::AttentionArgs, kernels::EmbeddingArgs, kernels::GatherRowsArgs,
+    kernels::KvAppendArgs, kernels::MatmulArgs, kernels::RmsNormArgs, kernels::RopeArgs, kernels::SiluMulArgs,
+    kernels::SoftmaxArgs;
 
 // Three workers on any machine, so chunking and the caller-works path both run.
 inline ParallelFor& pool() {

@@ -74,7 +74,8 @@ void check_shapes(DType t, const std::vector<Shape>& shapes, uint64_t salt) {
       INFO("kernel = " << cpu::matmul_kernel_name(t, s.m));
       const std::vector<float> y = run_cpu(t, x, w, s);
       const double err = rel_error(y, want);
-      if (!quantizes_x(t) || s.m * s.n >= 32) CHECK_MESSAGE(err <= bound(t), "relative error " << err << " > " << bound(t));
+      if (!quantizes_x(t) || s.m * s.n >= 32)
+        CHECK_MESSAGE(err <= bound(t), "relative error " << err << " > " << bound(t));
       size_t over = 0;
       for (size_t i = 0; i < worst.size(); ++i) over += std::fabs(y[i] - want[i]) > worst[i];
       CHECK_MESSAGE(over == 0, over << " outputs beyond the worst-case q8 rounding error");
@@ -82,13 +83,14 @@ void check_shapes(DType t, const std::vector<Shape>& shapes, uint64_t salt) {
   }
 }
 
-const std::vector<Shape> kPlainShapes = {{1, 1, 1},    {1, 33, 5},    {3, 17, 63},  {7, 64, 172},
-                                         {17, 45, 96}, {1, 257, 2048}, {5, 31, 300}, {16, 70, 64}, {9, 300, 1000}};
-const std::vector<Shape> kBlockShapes = {{1, 1, 32},    {1, 33, 96},    {3, 17, 64},  {7, 33, 96},
-                                         {17, 45, 160}, {1, 515, 2048}, {5, 130, 4096}, {16, 9, 32}, {33, 40, 256}};
+const std::vector<Shape> kPlainShapes = {{1, 1, 1},      {1, 33, 5},     {3, 17, 63},  {7, 64, 172},
+                                         {17, 45, 96},   {1, 257, 2048}, {5, 31, 300}, {16, 70, 64},
+                                         {9, 300, 1000}, {64, 45, 63},   {70, 33, 172}};
+const std::vector<Shape> kBlockShapes = {{1, 1, 32},     {1, 33, 96},    {3, 17, 64}, {7, 33, 96},  {17, 45, 160},
+                                         {1, 515, 2048}, {5, 130, 4096}, {16, 9, 32}, {33, 40, 256}};
 const std::vector<Shape> kSuperBlockShapes = {{1, 3, 256}, {3, 17, 512}, {7, 33, 256}, {17, 5, 768}, {1, 130, 2048}};
 
-TEST_CASE("f32 matmul matches reference at odd shapes (m=1,3,7,17; k=1,5,63,172) on every ISA") {
+TEST_CASE("f32 matmul matches reference at odd shapes (m=1,3,7,17 on our tiles, m=64,70 on oneDNN) on every ISA") {
   check_shapes(DType::f32, kPlainShapes, 101);
 }
 
@@ -96,16 +98,30 @@ TEST_CASE("f16 matmul matches reference at odd shapes on every ISA") { check_sha
 
 TEST_CASE("bf16 matmul matches reference at odd shapes on every ISA") { check_shapes(DType::bf16, kPlainShapes, 103); }
 
-TEST_CASE("q8_0 matmul matches reference within activation-quantization error (m=1,3,7,17; k=32..4096) on every ISA") {
+TEST_CASE("q8_0 matmul matches reference within activation-quantization error (m=1,3,7,17 and k=32..4096) on every ISA") {
   check_shapes(DType::q8_0, kBlockShapes, 104);
 }
 
-TEST_CASE("q4_0 matmul matches reference within activation-quantization error (m=7, n=33, k=96 and more) on every ISA") {
+TEST_CASE(
+    "q4_0 matmul matches reference within activation-quantization error (m=7, n=33, k=96 and more) on every ISA") {
   check_shapes(DType::q4_0, kBlockShapes, 105);
 }
 
 TEST_CASE("q4_K matmul matches reference at odd shapes on every ISA") {
   check_shapes(DType::q4_K, kSuperBlockShapes, 106);
+}
+
+TEST_CASE("matmul matches reference at 25 random shapes per weight dtype (m 1..20, n 1..70) on every ISA") {
+  Rng rng(108);
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K}) {
+    const int32_t block = (int32_t)traits(t).block_elems;
+    std::vector<Shape> shapes;
+    for (int i = 0; i < 25; ++i) {
+      const int64_t k = block == 1 ? rng.integer(1, 300) : (int64_t)block * rng.integer(1, block == kQK_K ? 3 : 12);
+      shapes.push_back({rng.integer(1, 20), rng.integer(1, 70), k});
+    }
+    check_shapes(t, shapes, 200 + (uint64_t)t);
+  }
 }
 
 // x built as q * d with an f16-exact d and max |q| = 127 per block survives
@@ -154,7 +170,8 @@ TEST_CASE("matmul kernel names say dtype, shape and ISA") {
     CHECK(cpu::matmul_kernel_name(DType::q4_0, 7) == "q4_0_gemm__" + sfx);
     CHECK(cpu::matmul_kernel_name(DType::f16, 1) == "f16_gemv__" + sfx);
     CHECK(cpu::matmul_kernel_name(DType::f32, 1) == "f32_gemv__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::f32, 3) == "f32_gemm__onednn");
+    CHECK(cpu::matmul_kernel_name(DType::f32, 3) == "f32_gemm__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::f32, 64) == "f32_gemm__onednn");
     CHECK(cpu::matmul_kernel_name(DType::q4_K, 1) == "q4_K_dequant_gemv__" + sfx);
     CHECK(cpu::matmul_kernel_name(DType::i8, 1) == "unsupported");
   });

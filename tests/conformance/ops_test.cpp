@@ -119,10 +119,10 @@ TEST_CASE("argmax returns the first index of the maximum, ties and negative rows
   Rng rng(306);
   const int64_t rows = 6, cols = 32000;
   std::vector<float> x = rng.floats((size_t)(rows * cols), -5.0f, -1.0f);
-  x[0 * cols + 17] = 3.0f;                                   // unique max
-  x[1 * cols + 100] = 2.0f, x[1 * cols + 9000] = 2.0f;       // tie: first wins
+  x[0 * cols + 17] = 3.0f;                                               // unique max
+  x[1 * cols + 100] = 2.0f, x[1 * cols + 9000] = 2.0f;                   // tie: first wins
   for (int64_t j = 0; j < cols; ++j) x[(size_t)(2 * cols + j)] = -1.5f;  // all equal: index 0
-  x[3 * cols + cols - 1] = 0.0f;                             // max in the last column
+  x[3 * cols + cols - 1] = 0.0f;                                         // max in the last column
   std::vector<int32_t> want((size_t)rows);
   ref::argmax({x.data(), want.data(), rows, cols});
   CHECK(want[0] == 17);
