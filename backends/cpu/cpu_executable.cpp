@@ -87,26 +87,28 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
     };
     for (const auto& t : d.inputs) bd.in.push_back(bind(t));
     for (const auto& t : d.outputs) bd.out.push_back(bind(t));
+    // The most rows this dispatch can see: its planned outermost dimension.
+    const int64_t max_rows = d.outputs.empty() ? 0 : d.outputs[0].desc.shape[0];
     if (d.op == OpKind::matmul) {
       if (!k::matmul_supports(d.inputs[1].desc.dtype))
         return unsupported("cpu: " + d.label + ": no matmul kernel for " + std::string(name(d.inputs[1].desc.dtype)) + " weights");
-      scratch = std::max(scratch, k::matmul_workspace_bytes(d.inputs[1].desc.dtype, plan.bucket.max_tokens, d.inputs[0].desc.shape[1]));
+      scratch = std::max(scratch, k::matmul_workspace_bytes(d.inputs[1].desc.dtype, max_rows, d.inputs[0].desc.shape[1]));
     }
     if (d.op == OpKind::paged_attention) {
       const auto& p = std::get<AttentionParams>(d.params);
       exe->block_size_ = p.block_size;
-      scratch = std::max(scratch, k::attention_workspace_bytes(p, plan.bucket.max_tokens, max_context * p.block_size, pool.num_threads()));
+      scratch = std::max(scratch, k::attention_workspace_bytes(p, max_rows, max_context * p.block_size, pool.num_threads()));
+      exe->kv_slots_ = std::min(exe->kv_slots_, d.inputs[1].desc.shape[0]);
     }
     if (d.op == OpKind::kv_append) {
       const auto& p = std::get<KvCacheParams>(d.params);
-      const int64_t slots = d.inputs[3].desc.shape[0];
-      exe->kv_slots_ = std::min(exe->kv_slots_, slots);
-      exe->kv_blocks_ = exe->kv_slots_ / p.block_size;
+      exe->kv_slots_ = std::min(exe->kv_slots_, d.inputs[3].desc.shape[0]);
       exe->block_size_ = p.block_size;
     }
     exe->dispatches_.push_back(std::move(bd));
   }
   if (exe->kv_slots_ == INT64_MAX) exe->kv_slots_ = 0;
+  exe->kv_blocks_ = exe->block_size_ > 0 ? exe->kv_slots_ / exe->block_size_ : 0;
   exe->scratch_.reset(CpuBuffer::owned(scratch, MemoryUse::activations));
   if (!exe->scratch_) return resource_exhausted("cpu: cannot allocate " + std::to_string(scratch) + " bytes of kernel scratch");
   return exe;
@@ -131,8 +133,10 @@ Status CpuExecutable::check_step(const StepArgs& a) const {
   if (a.query_start[0] != 0 || a.query_start[a.n_seqs] != a.n_tokens)
     return invalid_argument("step: query_start must run from 0 to n_tokens");
   const int64_t max_len = (int64_t)b.max_blocks_per_seq * std::max(block_size_, 1);
-  for (int32_t s = 0; s < a.n_seqs; ++s) {
+  for (int32_t s = 0; s < a.n_seqs; ++s)
     if (a.query_start[s + 1] < a.query_start[s]) return invalid_argument("step: query_start is not ascending");
+  // Sequence lengths, block tables and positions matter to plans that use the KV cache.
+  for (int32_t s = 0; s < a.n_seqs && block_size_ > 0; ++s) {
     if (a.seq_lens[s] < 0 || a.seq_lens[s] > max_len)
       return invalid_argument("step: seq_lens[" + std::to_string(s) + "] = " + std::to_string(a.seq_lens[s]) +
                               " exceeds the bucket's " + std::to_string(max_len) + " positions");
@@ -146,7 +150,8 @@ Status CpuExecutable::check_step(const StepArgs& a) const {
         return invalid_argument("step: position " + std::to_string(a.positions[t]) + " of token " + std::to_string(t) +
                                 " is outside its sequence's length " + std::to_string(a.seq_lens[s]));
   }
-  for (int32_t t = 0; t < a.n_tokens; ++t)
+  // Only a plan that writes the KV cache follows the slot mapping.
+  for (int32_t t = 0; t < a.n_tokens && kv_slots_ > 0; ++t)
     if (a.slot_mapping[t] < 0 || a.slot_mapping[t] >= kv_slots_)
       return invalid_argument("step: slot_mapping[" + std::to_string(t) + "] = " + std::to_string(a.slot_mapping[t]) + " is not a KV slot");
   return Status::ok();

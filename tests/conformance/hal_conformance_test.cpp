@@ -1,0 +1,252 @@
+// Every op on every available device (the CPU backend and any plugin beside
+// the tessera binary), as a one-dispatch Plan through the HAL, against
+// kernels/reference on fresh random inputs. A device that does not support a
+// case says why (its kernel table's reason) and the case is reported, not
+// silently passed.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "conformance.h"
+#include "hal_harness.h"
+
+using namespace tessera;
+using namespace tessera::testing;
+
+namespace {
+
+OpInput weight_f32(Shape s, const std::vector<float>& v) {
+  return {OpInput::weight, TensorDesc::contiguous(DType::f32, s), as_bytes(v), StepField::none};
+}
+OpInput step(StepField f) { return {OpInput::step, {}, {}, f}; }
+
+// A plain one-sequence step of n tokens (no KV use).
+void plain_step(OpCase& c, int32_t n) {
+  c.n_tokens = n;
+  c.bucket = {n, 1, n, 1};
+  c.token_ids.assign((size_t)n, 0);
+  c.positions.resize((size_t)n);
+  std::iota(c.positions.begin(), c.positions.end(), 0);
+  c.slot_mapping.assign((size_t)n, 0);
+  c.query_start = {0, n};
+  c.seq_lens = {n};
+  c.block_tables = {0};
+}
+
+// Runs the case on every device; `check` compares one device's output.
+template <class Check>
+void on_every_device(const OpCase& c, OpKind op, DType wdt, Check check) {
+  auto& devices = devices_under_test();
+  REQUIRE(!devices.empty());
+  for (auto& d : devices) {
+    CAPTURE(d.label);
+    const std::string why = unsupported_reason(*d.device, op, wdt);
+    if (!why.empty()) {
+      MESSAGE(d.label << " does not run " << name(op) << " with " << name(wdt) << ": " << why);
+      continue;
+    }
+    auto out = run_op(*d.device, c);
+    REQUIRE_MESSAGE(out.has_value(), out.status().message());
+    check(*out);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches the reference on every device for every weight dtype, odd shapes included") {
+  Rng rng(101);
+  struct Shape3 { int64_t m, n, k; };
+  for (DType wdt : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K}) {
+    const int64_t kb = wdt == DType::q4_K ? 256 : 32;
+    for (Shape3 s : {Shape3{1, 33, 2 * kb}, Shape3{3, 17, 3 * kb}, Shape3{7, 65, kb}, Shape3{17, 8, 2 * kb}}) {
+      CAPTURE(name(wdt));
+      CAPTURE(s.m);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      const auto x = rng.floats((size_t)(s.m * s.k));
+      const auto w = random_weights(wdt, s.n, s.k, rng);
+      std::vector<float> expect((size_t)(s.m * s.n));
+      MatmulArgs a;
+      a.x = x.data();
+      a.w = w.data();
+      a.w_dtype = wdt;
+      a.y = expect.data();
+      a.m = s.m;
+      a.n = s.n;
+      a.k = s.k;
+      ref::matmul(a);
+      OpCase c{OpKind::matmul, NoParams{}, {weight_f32(Shape{s.m, s.k}, x), {OpInput::weight, TensorDesc::contiguous(wdt, Shape{s.n, s.k}), w, StepField::none}}};
+      plain_step(c, 1);
+      // Activations are quantized to q8_0 before a quantized matmul, as ggml does.
+      const double bound = traits(wdt).quantized && wdt != DType::q4_K ? 1e-2 : 1e-5;
+      on_every_device(c, OpKind::matmul, wdt, [&](const auto& out) {
+        CHECK(rel_error(from_bytes<float>(out[0]), expect) <= bound);
+      });
+    }
+  }
+}
+
+TEST_CASE("embedding gathers rows of every table dtype on every device") {
+  Rng rng(102);
+  for (DType t : {DType::f32, DType::f16, DType::q8_0, DType::q4_0}) {
+    CAPTURE(name(t));
+    const int64_t vocab = 37, dim = 64, n = 5;
+    const auto table = random_weights(t, vocab, dim, rng);
+    OpCase c{OpKind::embedding, NoParams{}, {{OpInput::weight, TensorDesc::contiguous(t, Shape{vocab, dim}), table, StepField::none}, step(StepField::token_ids)}};
+    plain_step(c, (int32_t)n);
+    for (auto& id : c.token_ids) id = rng.integer(0, (int32_t)vocab - 1);
+    std::vector<float> expect((size_t)(n * dim));
+    ref::embedding({table.data(), t, vocab, dim, c.token_ids.data(), n, expect.data()});
+    on_every_device(c, OpKind::embedding, t, [&](const auto& out) { CHECK(rel_error(from_bytes<float>(out[0]), expect) <= 1e-6); });
+  }
+}
+
+TEST_CASE("rms_norm, silu_mul, add, softmax and argmax match the reference on every device at odd sizes") {
+  Rng rng(103);
+  const int64_t rows = 5, cols = 63;
+  const auto x = rng.floats((size_t)(rows * cols), -3, 3), y = rng.floats((size_t)(rows * cols), -3, 3), w = rng.floats((size_t)cols);
+  {
+    std::vector<float> expect(x.size());
+    ref::rms_norm({x.data(), w.data(), expect.data(), rows, cols, {1e-5f}});
+    OpCase c{OpKind::rms_norm, RmsNormParams{1e-5f}, {weight_f32(Shape{rows, cols}, x), weight_f32(Shape{cols}, w)}};
+    plain_step(c, 1);
+    on_every_device(c, OpKind::rms_norm, DType::f32, [&](const auto& out) { CHECK(rel_error(from_bytes<float>(out[0]), expect) <= 1e-5); });
+  }
+  for (OpKind op : {OpKind::silu_mul, OpKind::add}) {
+    CAPTURE(name(op));
+    std::vector<float> expect(x.size());
+    if (op == OpKind::add) ref::add({x.data(), y.data(), expect.data(), rows * cols});
+    else ref::silu_mul({x.data(), y.data(), expect.data(), rows * cols});
+    OpCase c{op, NoParams{}, {weight_f32(Shape{rows, cols}, x), weight_f32(Shape{rows, cols}, y)}};
+    plain_step(c, 1);
+    on_every_device(c, op, DType::f32, [&](const auto& out) { CHECK(rel_error(from_bytes<float>(out[0]), expect) <= 1e-5); });
+  }
+  {
+    std::vector<float> expect = x;
+    ref::softmax({expect.data(), rows, cols});
+    OpCase c{OpKind::softmax, NoParams{}, {weight_f32(Shape{rows, cols}, x)}};
+    plain_step(c, 1);
+    on_every_device(c, OpKind::softmax, DType::f32, [&](const auto& out) { CHECK(rel_error(from_bytes<float>(out[0]), expect) <= 1e-5); });
+  }
+  {
+    std::vector<int32_t> expect((size_t)rows);
+    ref::argmax({x.data(), expect.data(), rows, cols});
+    OpCase c{OpKind::argmax, NoParams{}, {weight_f32(Shape{rows, cols}, x)}};
+    plain_step(c, 1);
+    on_every_device(c, OpKind::argmax, DType::f32, [&](const auto& out) { CHECK(from_bytes<int32_t>(out[0]) == expect); });
+  }
+}
+
+TEST_CASE("rope rotates both layouts, partial rotary included, on every device") {
+  Rng rng(104);
+  for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half_split}) {
+    for (int32_t rot : {16, 10}) {
+      CAPTURE(rot);
+      const int32_t heads = 3, hd = 16, n = 4;
+      RopeParams p{heads, hd, rot, 10000.0f, layout};
+      const auto x = rng.floats((size_t)(n * heads * hd));
+      OpCase c{OpKind::rope, p, {weight_f32(Shape{n, heads * hd}, x), step(StepField::positions)}};
+      plain_step(c, n);
+      for (auto& pos : c.positions) pos = rng.integer(0, 500);
+      std::vector<float> expect = x;
+      ref::rope({expect.data(), c.positions.data(), n, p});
+      on_every_device(c, OpKind::rope, DType::f32, [&](const auto& out) { CHECK(max_abs_diff(from_bytes<float>(out[0]), expect) <= 1e-5); });
+    }
+  }
+}
+
+TEST_CASE("kv_append writes every token's K and V to its slot on every device") {
+  Rng rng(105);
+  const int32_t kv_heads = 2, hd = 8, bs = 4, blocks = 6, n = 5;
+  const int64_t width = kv_heads * hd, slots = (int64_t)bs * blocks;
+  const auto k = rng.floats((size_t)(n * width)), v = rng.floats((size_t)(n * width));
+  const auto kp = rng.floats((size_t)(slots * width)), vp = rng.floats((size_t)(slots * width));
+  const TensorDesc pool = TensorDesc::contiguous(DType::f32, Shape{slots, width});
+  OpCase c{OpKind::kv_append, KvCacheParams{kv_heads, hd, bs},
+           {weight_f32(Shape{n, width}, k), weight_f32(Shape{n, width}, v), step(StepField::slot_mapping),
+            {OpInput::pool, pool, as_bytes(kp), StepField::none}, {OpInput::pool, pool, as_bytes(vp), StepField::none}}};
+  plain_step(c, n);
+  // A plan that writes the KV cache checks the step's sequence metadata too.
+  c.bucket.max_blocks_per_seq = 2;
+  c.block_tables = {0, 1};
+  std::vector<int32_t> all((size_t)slots);
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end(), rng.engine());
+  c.slot_mapping.assign(all.begin(), all.begin() + n);
+  std::vector<float> ek = kp, ev = vp;
+  ref::kv_append({k.data(), v.data(), c.slot_mapping.data(), n, ek.data(), ev.data(), slots, {kv_heads, hd, bs}});
+  on_every_device(c, OpKind::kv_append, DType::f32, [&](const auto& out) {
+    REQUIRE(out.size() == 2);
+    CHECK(from_bytes<float>(out[0]) == ek);
+    CHECK(from_bytes<float>(out[1]) == ev);
+  });
+}
+
+TEST_CASE("paged attention matches the reference across shuffled blocks, grouped-query, decode and prefill, on every device") {
+  Rng rng(106);
+  struct Seq { int32_t context, queries; };
+  struct Scenario { const char* what; std::vector<Seq> seqs; };
+  for (const Scenario& sc : {Scenario{"decode, two sequences spanning 3 and 5 blocks", {{37, 1}, {70, 1}}},
+                             Scenario{"prefill of 7 tokens after 20 cached, causal", {{27, 7}}},
+                             Scenario{"mixed: a prefill and a decode in one step", {{9, 9}, {33, 1}}}}) {
+    CAPTURE(sc.what);
+    const int32_t heads = 8, kv_heads = 2, hd = 16, bs = 16;
+    const int32_t max_blocks = 6, num_blocks = 16;
+    const int64_t width = (int64_t)kv_heads * hd, slots = (int64_t)num_blocks * bs;
+    AttentionParams p{heads, kv_heads, hd, bs, 0.0f, true};
+    OpCase c{OpKind::paged_attention, p, {}};
+    std::vector<int32_t> free_blocks((size_t)num_blocks);
+    std::iota(free_blocks.begin(), free_blocks.end(), 0);
+    std::shuffle(free_blocks.begin(), free_blocks.end(), rng.engine());
+    int32_t n = 0;
+    c.query_start = {0};
+    for (const Seq& s : sc.seqs) {
+      const int32_t used = (s.context + bs - 1) / bs;
+      for (int32_t j = 0; j < max_blocks; ++j) c.block_tables.push_back(j < used ? free_blocks.back() : 0), j < used ? free_blocks.pop_back() : void();
+      for (int32_t q = 0; q < s.queries; ++q) c.positions.push_back(s.context - s.queries + q);
+      n += s.queries;
+      c.query_start.push_back(n);
+      c.seq_lens.push_back(s.context);
+    }
+    c.n_tokens = n;
+    c.bucket = {n, (int32_t)sc.seqs.size(), n, max_blocks};
+    c.token_ids.assign((size_t)n, 0);
+    c.slot_mapping.assign((size_t)n, 0);
+    const auto q = rng.floats((size_t)(n * heads * hd));
+    const auto kp = rng.floats((size_t)(slots * width)), vp = rng.floats((size_t)(slots * width));
+    const TensorDesc pool = TensorDesc::contiguous(DType::f32, Shape{slots, width});
+    c.inputs = {weight_f32(Shape{n, heads * hd}, q), {OpInput::pool, pool, as_bytes(kp), StepField::none},
+                {OpInput::pool, pool, as_bytes(vp), StepField::none}, step(StepField::positions), step(StepField::query_start),
+                step(StepField::seq_lens), step(StepField::block_tables)};
+    std::vector<float> expect((size_t)(n * heads * hd));
+    AttentionArgs a;
+    a.q = q.data();
+    a.out = expect.data();
+    a.n_tokens = n;
+    a.k_pool = kp.data();
+    a.v_pool = vp.data();
+    a.positions = c.positions.data();
+    a.query_start = c.query_start.data();
+    a.seq_lens = c.seq_lens.data();
+    a.block_tables = c.block_tables.data();
+    a.n_seqs = (int32_t)sc.seqs.size();
+    a.max_blocks_per_seq = max_blocks;
+    a.p = p;
+    ref::paged_attention(a);
+    on_every_device(c, OpKind::paged_attention, DType::f32, [&](const auto& out) { CHECK(rel_error(from_bytes<float>(out[0]), expect) <= 1e-5); });
+  }
+}
+
+TEST_CASE("gather_rows picks the asked rows on every device") {
+  Rng rng(107);
+  const int64_t n = 6, width = 19;
+  const auto x = rng.floats((size_t)(n * width));
+  OpCase c{OpKind::gather_rows, NoParams{}, {weight_f32(Shape{n, width}, x), step(StepField::logit_rows)}};
+  plain_step(c, (int32_t)n);
+  c.logit_rows = {5, 0, 3};
+  c.bucket.max_logit_rows = 3;
+  std::vector<float> expect;
+  for (int32_t r : c.logit_rows) expect.insert(expect.end(), x.begin() + r * width, x.begin() + (r + 1) * width);
+  on_every_device(c, OpKind::gather_rows, DType::f32, [&](const auto& out) { CHECK(from_bytes<float>(out[0]) == expect); });
+}

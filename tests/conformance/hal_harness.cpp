@@ -1,0 +1,130 @@
+#include "hal_harness.h"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "backends/builtin.h"
+#include "core/hal/registry.h"
+#include "graph/builder.h"
+#include "graph/lower.h"
+
+namespace tessera::testing {
+
+namespace {
+
+RowCount rows_of(StepField f) {
+  switch (f) {
+    case StepField::token_ids:
+    case StepField::positions:
+    case StepField::slot_mapping: return RowCount::tokens;
+    case StepField::logit_rows: return RowCount::logit_rows;
+    default: return RowCount::fixed;
+  }
+}
+
+}  // namespace
+
+std::vector<DeviceUnderTest>& devices_under_test() {
+  static std::vector<DeviceUnderTest> devices = [] {
+    register_builtin_backends();
+    auto& reg = BackendRegistry::global();
+    reg.load_plugins({std::filesystem::path(TESSERA_BIN).parent_path().string()});
+    std::vector<DeviceUnderTest> out;
+    for (Backend* b : reg.all()) {
+      const auto infos = b->enumerate();
+      if (infos.empty()) std::printf("[conformance] backend %s: no device (%s)\n", b->name().c_str(), b->why_none().c_str());
+      for (size_t i = 0; i < infos.size(); ++i) {
+        auto d = b->open((int)i);
+        if (!d) {
+          std::printf("[conformance] %s:%zu does not open: %s\n", b->name().c_str(), i, d.status().message().c_str());
+          continue;
+        }
+        const std::string label = b->name() + ":" + std::to_string(i);
+        std::printf("[conformance] testing %s (%s)\n", label.c_str(), infos[i].name.c_str());
+        out.push_back({label, std::move(*d)});
+      }
+    }
+    return out;
+  }();
+  return devices;
+}
+
+std::string unsupported_reason(Device& device, OpKind op, DType weight_dtype) {
+  const KernelChoice k = device.kernels().query({op, DType::f32, weight_dtype});
+  return k.supported ? std::string() : k.reason.empty() ? "unsupported" : k.reason;
+}
+
+Expected<std::vector<std::vector<std::byte>>> run_op(Device& device, const OpCase& c) {
+  graph::GraphBuilder b("conformance");
+  std::vector<graph::ValueId> ins;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const OpInput& in = c.inputs[i];
+    const std::string name = "in" + std::to_string(i);
+    if (in.kind == OpInput::weight) ins.push_back(b.weight(name, in.desc));
+    else if (in.kind == OpInput::pool) ins.push_back(b.kv_pool(name, in.desc));
+    else ins.push_back(b.step_input(in.field, rows_of(in.field)));
+  }
+  const auto outs = b.op_n(c.op, c.params, ins, std::string(name(c.op)));
+  for (auto o : outs) b.mark_output(o);
+  TS_ASSIGN_OR_RETURN(graph::Graph g, b.finish());
+  TS_ASSIGN_OR_RETURN(Plan plan, graph::lower(g, c.bucket));
+
+  // Bind inputs by name: weights imported, pools allocated and filled.
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<Buffer*> bound(plan.buffers.size(), nullptr);
+  TS_ASSIGN_OR_RETURN(auto stream, device.create_stream());
+  std::vector<Buffer*> pool_buffers;
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlanBuffer& pb = plan.buffers[i];
+    if (pb.role != BufferRole::weight && pb.role != BufferRole::kv_pool) continue;
+    const OpInput& in = c.inputs[(size_t)std::stoi(pb.name.substr(2))];
+    if (pb.role == BufferRole::weight) {
+      TS_ASSIGN_OR_RETURN(auto buf, device.import_weights(in.bytes));
+      owned.push_back(std::move(buf));
+    } else {
+      TS_ASSIGN_OR_RETURN(auto buf, device.allocate(pb.bytes, MemoryUse::kv_cache));
+      TS_TRY(stream->upload(*buf, 0, in.bytes));
+      owned.push_back(std::move(buf));
+      pool_buffers.push_back(owned.back().get());
+    }
+    bound[i] = owned.back().get();
+  }
+  TS_ASSIGN_OR_RETURN(auto exe, device.compile(plan, bound));
+
+  StepArgs a;
+  a.token_ids = c.token_ids.data();
+  a.positions = c.positions.data();
+  a.slot_mapping = c.slot_mapping.data();
+  a.n_tokens = c.n_tokens;
+  a.query_start = c.query_start.data();
+  a.seq_lens = c.seq_lens.data();
+  a.block_tables = c.block_tables.data();
+  a.n_seqs = (int32_t)c.seq_lens.size();
+  a.logit_rows = c.logit_rows.data();
+  a.n_logit_rows = (int32_t)c.logit_rows.size();
+  TS_TRY(stream->run(*exe, a));
+  TS_TRY(stream->synchronize());
+
+  std::vector<std::vector<std::byte>> results;
+  if (c.op == OpKind::kv_append) {
+    for (Buffer* p : pool_buffers) {
+      std::vector<std::byte> bytes(p->size());
+      TS_TRY(stream->download(bytes, *p, 0));
+      results.push_back(std::move(bytes));
+    }
+  } else {
+    const PlanTensor& out = plan.logits;
+    // Rows actually produced this step.
+    TensorDesc d = out.desc;
+    if (out.rows == RowCount::tokens) d.shape[0] = c.n_tokens;
+    if (out.rows == RowCount::logit_rows) d.shape[0] = (int64_t)c.logit_rows.size();
+    std::vector<std::byte> bytes(TensorDesc::contiguous(d.dtype, d.shape).bytes());
+    TS_TRY(stream->download(bytes, exe->buffer(out.buffer), out.offset));
+    results.push_back(std::move(bytes));
+  }
+  TS_TRY(stream->synchronize());
+  return results;
+}
+
+}  // namespace tessera::testing

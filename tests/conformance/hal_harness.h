@@ -1,0 +1,61 @@
+#pragma once
+// Runs one op as a one-dispatch Plan on any Device, through the HAL exactly
+// as a model runs: a graph of one node, lowered, compiled, its inputs bound
+// as weights, KV pools or per-step arrays, run on a stream, outputs read
+// back. Written once; every registered backend's devices go through it.
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/hal/backend.h"
+#include "core/status.h"
+
+namespace tessera::testing {
+
+struct OpInput {
+  enum Kind { weight, pool, step } kind = weight;
+  TensorDesc desc;               // weight and pool
+  std::vector<std::byte> bytes;  // weight and pool contents
+  StepField field = StepField::none;
+};
+
+struct OpCase {
+  OpKind op;
+  OpParams params;
+  std::vector<OpInput> inputs;
+  ShapeBucket bucket;
+  // The step: arrays the StepArgs point into.
+  std::vector<int32_t> token_ids, positions, slot_mapping, query_start, seq_lens, block_tables, logit_rows;
+  int32_t n_tokens = 1;
+};
+
+// The first output's bytes; for kv_append, the K pool then the V pool.
+Expected<std::vector<std::vector<std::byte>>> run_op(Device& device, const OpCase& c);
+
+struct DeviceUnderTest {
+  std::string label;  // "cpu:0"
+  std::unique_ptr<Device> device;
+};
+// Every device of every backend: the built-in CPU backend and the plugins
+// beside the tessera binary.
+std::vector<DeviceUnderTest>& devices_under_test();
+
+// Null when supported; else why not (from the device's kernel table).
+std::string unsupported_reason(Device& device, OpKind op, DType weight_dtype);
+
+template <class T>
+std::vector<std::byte> as_bytes(const std::vector<T>& v) {
+  std::vector<std::byte> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+template <class T>
+std::vector<T> from_bytes(const std::vector<std::byte>& b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+  return v;
+}
+
+}  // namespace tessera::testing
