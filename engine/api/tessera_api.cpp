@@ -29,6 +29,7 @@ Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
   ro.device = o.device;
   ro.max_context = o.max_context;
   ro.max_prefill_tokens = o.max_prefill_tokens;
+  ro.strict = o.strict;
   m->weights_ = weights;
   TS_ASSIGN_OR_RETURN(m->runner_, ModelRunner::create(weights, ro));
   return m;
@@ -39,6 +40,7 @@ Model::~Model() = default;
 const LlamaConfig& Model::config() const { return weights_->config; }
 const DeviceInfo& Model::device() const { return runner_->device_info(); }
 int32_t Model::max_context() const { return runner_->max_context(); }
+const std::vector<std::string>& Model::placement_notes() const { return runner_->placement_notes(); }
 
 Expected<std::vector<int32_t>> Model::encode(const std::string& text) const {
   if (!tokenizer_) return invalid_argument(weights_->source + ": has no tokenizer; give one with -z");

@@ -46,6 +46,7 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   ro.max_context = ctx;
   ro.max_prefill_tokens = o.prompt_tokens;
   TS_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(w, ro));
+  for (const auto& note : runner->placement_notes()) log("bench: " + note);
 
   BenchReport r;
   r.device = runner->device_info();

@@ -37,16 +37,29 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   r->options_.max_prefill_tokens = std::min(o.max_prefill_tokens, ctx);
 
   TS_ASSIGN_OR_RETURN(r->device_, open_device(o.backend, o.device));
-  TS_ASSIGN_OR_RETURN(r->stream_, r->device_->create_stream());
   TS_ASSIGN_OR_RETURN(r->graph_, build_llama_graph(*r->weights_, KvLayout{bm.num_blocks, bm.block_size}));
+  TS_ASSIGN_OR_RETURN(r->stream_, r->device_->create_stream());
 
-  // Placement is all-or-nothing until the placement pass exists: refuse
-  // rather than silently run a node somewhere else.
+  // Placement is per model until the placement pass exists: every node the
+  // device cannot run is named, and the model runs on the CPU (or, strict,
+  // not at all). Never silently.
   for (const auto& n : r->graph_.nodes) {
     OpQuery q{n.op, DType::f32, DType::f32};
     if (n.op == OpKind::matmul || n.op == OpKind::embedding) q.weight_dtype = r->graph_.value(n.inputs[n.op == OpKind::matmul ? 1 : 0]).desc.dtype;
     const KernelChoice k = r->device_->kernels().query(q);
-    if (!k.supported) return unsupported(o.backend + ": " + n.label + ": " + k.reason);
+    if (!k.supported)
+      r->placement_notes_.push_back(o.backend + " cannot run " + n.label + " (" + std::string(name(n.op)) + ", " +
+                                    std::string(name(q.weight_dtype)) + "): " + k.reason);
+  }
+  if (!r->placement_notes_.empty()) {
+    const std::string first = r->placement_notes_.front();
+    const size_t count = r->placement_notes_.size();
+    if (o.strict || o.backend == "cpu")
+      return unsupported(std::string(o.strict ? "--strict: " : "") + first +
+                         (count > 1 ? " (and " + std::to_string(count - 1) + " more nodes)" : ""));
+    r->placement_notes_.push_back("running the whole model on cpu instead of " + o.backend);
+    TS_ASSIGN_OR_RETURN(r->device_, open_device("cpu", 0));
+    TS_ASSIGN_OR_RETURN(r->stream_, r->device_->create_stream());
   }
 
   // Weights are imported once and KV pools allocated once; every bucket's plan binds the same buffers.

@@ -25,6 +25,9 @@ struct RunnerOptions {
   int32_t max_context = 0;         // 0: the model's context length, at most kDefaultContextCap
   int32_t max_seqs = 1;            // sequences one step may carry
   int32_t max_prefill_tokens = 256;
+  // When the backend cannot run a node: false runs the model on the CPU and
+  // reports each such node (placement_notes); true refuses.
+  bool strict = false;
   static constexpr int32_t kDefaultContextCap = 4096;
 };
 
@@ -50,6 +53,9 @@ class ModelRunner {
   // The plan of the bucket that a step of n_tokens runs (compiled on demand).
   Expected<const Plan*> plan_for(int32_t n_tokens);
   size_t dispatches_per_step() const;
+  // One line per node the asked-for backend could not run, when the model
+  // fell back to the CPU; empty when it runs where asked.
+  const std::vector<std::string>& placement_notes() const { return placement_notes_; }
 
  private:
   ModelRunner(std::shared_ptr<const ModelWeights> w, const RunnerOptions& o, BlockManagerConfig bm)
@@ -66,6 +72,7 @@ class ModelRunner {
   int32_t max_blocks_per_seq_ = 0;
   std::map<std::string, std::unique_ptr<Buffer>> bound_;  // weights and KV pools by name
   std::map<int32_t, std::unique_ptr<Executable>> executables_;  // by bucket max_tokens
+  std::vector<std::string> placement_notes_;
 };
 
 // Opens `backend` device `index` from the registry (built-ins registered first).

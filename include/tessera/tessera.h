@@ -29,6 +29,7 @@ struct ModelOptions {
   int device = 0;
   int32_t max_context = 0;     // 0: the model's context length, capped at 4096
   int32_t max_prefill_tokens = 256;
+  bool strict = false;         // refuse rather than run nodes the backend lacks on the CPU
 };
 
 class Model;
@@ -64,6 +65,9 @@ class Model {
   const LlamaConfig& config() const;
   const DeviceInfo& device() const;
   int32_t max_context() const;  // positions a session can hold
+  // Nodes the asked-for backend could not run, one line each, when the model
+  // runs on the CPU instead; empty when it runs where asked.
+  const std::vector<std::string>& placement_notes() const;
   bool has_tokenizer() const { return tokenizer_ != nullptr; }
   // BOS, then the text as the reference tokenizer splits it.
   Expected<std::vector<int32_t>> encode(const std::string& text) const;

@@ -19,6 +19,7 @@ struct RunFlags {
   int device = 0;
   int32_t ctx = 0;
   bool print_ids = false;
+  bool strict = false;
 } f;
 
 int run_main() {
@@ -34,9 +35,11 @@ int run_main() {
   mo.backend = f.backend;
   mo.device = f.device;
   mo.max_context = f.ctx;
+  mo.strict = f.strict;
   auto model = Model::open(mo);
   if (!model) return fail(model.status());
   Model& m = **model;
+  for (const auto& note : m.placement_notes()) std::fprintf(stderr, "tessera: %s\n", note.c_str());
 
   std::vector<int32_t> prompt;
   if (!f.prompt_ids.empty()) {
@@ -120,6 +123,7 @@ Subcommand add_run(CLI::App& app) {
   s->add_option("--backend", f.backend, "backend: cpu, or a plugin's name");
   s->add_option("--device", f.device, "device index within the backend");
   s->add_option("--ctx", f.ctx, "context length to allocate (default: the model's, at most 4096)");
+  s->add_flag("--strict", f.strict, "refuse to run nodes the backend lacks on the CPU instead");
   s->add_flag("--print-ids", f.print_ids, "print the whole id sequence on one line instead of text");
   return {s, run_main};
 }
