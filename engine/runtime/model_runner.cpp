@@ -38,7 +38,6 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
 
   TS_ASSIGN_OR_RETURN(r->device_, open_device(o.backend, o.device));
   TS_ASSIGN_OR_RETURN(r->graph_, build_llama_graph(*r->weights_, KvLayout{bm.num_blocks, bm.block_size}));
-  TS_ASSIGN_OR_RETURN(r->stream_, r->device_->create_stream());
 
   // Placement is per model until the placement pass exists: every node the
   // device cannot run is named, and the model runs on the CPU (or, strict,
@@ -59,8 +58,8 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
                          (count > 1 ? " (and " + std::to_string(count - 1) + " more nodes)" : ""));
     r->placement_notes_.push_back("running the whole model on cpu instead of " + o.backend);
     TS_ASSIGN_OR_RETURN(r->device_, open_device("cpu", 0));
-    TS_ASSIGN_OR_RETURN(r->stream_, r->device_->create_stream());
   }
+  TS_ASSIGN_OR_RETURN(r->stream_, r->device_->create_stream());
 
   // Weights are imported once and KV pools allocated once; every bucket's plan binds the same buffers.
   for (const auto& v : r->graph_.values) {
