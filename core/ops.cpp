@@ -7,7 +7,8 @@ namespace tessera {
 namespace {
 constexpr std::array<std::string_view, kOpKindCount> kNames = {
     "embedding", "rms_norm", "matmul", "rope", "kv_append", "paged_attention",
-    "silu_mul",  "add",      "softmax", "argmax", "gather_rows",
+    "silu_mul",  "add",      "softmax", "argmax", "gather_rows", "matmul_add",
+    "matmul_silu_mul", "matmul_qkv", "rope_kv_append", "add_rms_norm", "matmul_add_rms_norm",
 };
 }  // namespace
 
@@ -18,5 +19,13 @@ std::optional<OpKind> op_from_name(std::string_view n) {
     if (kNames[i] == n) return static_cast<OpKind>(i);
   return std::nullopt;
 }
+
+int aliased_input(OpKind op, int output_index) {
+  if (op == OpKind::kv_append) return 3 + output_index;
+  if (op == OpKind::rope_kv_append && output_index >= 1) return 4 + output_index;
+  return -1;
+}
+
+bool has_side_effects(OpKind op) { return op == OpKind::kv_append || op == OpKind::rope_kv_append; }
 
 }  // namespace tessera

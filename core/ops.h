@@ -22,8 +22,16 @@ enum class OpKind : uint8_t {
   softmax,          // (x[R, C]) -> softmax over C
   argmax,           // (x[R, C]) -> i32[R]
   gather_rows,      // (x[T, D], rows:i32[S]) -> [S, D]
+  // Fused ops, made by graph/passes (never by a model builder). Each equals
+  // the unfused pattern it replaces, bit for bit on the CPU.
+  matmul_add,       // (x[T, K], w[N, K], residual[T, N]) -> x · wᵀ + residual
+  matmul_silu_mul,  // (x[T, K], w_gate_up[2F, K]) -> silu(x · w_gateᵀ) * (x · w_upᵀ), [T, F]
+  matmul_qkv,       // (x[T, K], w_qkv[Nq + 2 Nkv, K]) -> (q[T, Nq], k[T, Nkv], v[T, Nkv])
+  rope_kv_append,   // (q, k, v, positions, slot_mapping, k_pool, v_pool) -> (rope(q), k_pool', v_pool'); K roped on the way in
+  add_rms_norm,     // (a, b, w[D]) -> (s = a + b, rms_norm(s, w))
+  matmul_add_rms_norm,  // (x, w[N, K], residual, norm_w[N]) -> (s = x · wᵀ + residual, rms_norm(s, norm_w))
 };
-inline constexpr int kOpKindCount = 11;
+inline constexpr int kOpKindCount = 17;
 
 std::string_view name(OpKind op);
 std::optional<OpKind> op_from_name(std::string_view name);
@@ -64,6 +72,35 @@ struct AttentionParams {
   bool causal = true;
 };
 
-using OpParams = std::variant<NoParams, RmsNormParams, RopeParams, KvCacheParams, AttentionParams>;
+// matmul_qkv: how the packed weight's rows split into q, k and v.
+struct QkvSplitParams {
+  int32_t q_rows = 0;
+  int32_t kv_rows = 0;
+};
+
+// rope_kv_append: q is rotated with `rope`; k with the same rope over
+// kv.n_kv_heads heads, then appended with v to the pools.
+struct RopeKvAppendParams {
+  RopeParams rope;
+  KvCacheParams kv;
+};
+
+// Tile sizes of the matmul family, chosen per op and target by the tiling
+// pass (graph/passes/tile.cpp) and honored by the kernels; 0 means the
+// kernel's own default.
+struct TileParams {
+  int64_t weight_block_bytes = 0;  // weight bytes kept hot in cache while every x-row tile passes over them
+  int64_t chunk_bytes = 0;         // least weight bytes one parallel work item covers
+  bool empty() const { return weight_block_bytes == 0 && chunk_bytes == 0; }
+};
+
+using OpParams = std::variant<NoParams, RmsNormParams, RopeParams, KvCacheParams, AttentionParams, QkvSplitParams,
+                              RopeKvAppendParams>;
+
+// The input a node's output shares storage with (it updates that buffer in
+// place, e.g. kv_append's pools), or -1.
+int aliased_input(OpKind op, int output_index);
+// Ops whose effect is a write to a bound buffer: dead-code elimination keeps them.
+bool has_side_effects(OpKind op);
 
 }  // namespace tessera

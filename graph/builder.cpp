@@ -54,7 +54,7 @@ std::vector<ValueId> GraphBuilder::op_n(OpKind kind, OpParams params, std::vecto
     v.desc = (*outs)[i].desc;
     v.rows = (*outs)[i].rows;
     v.producer = node_index;
-    if (kind == OpKind::kv_append) v.aliases = n.inputs[3 + i];
+    if (const int a = aliased_input(kind, (int)i); a >= 0) v.aliases = n.inputs[(size_t)a];
     n.outputs.push_back(g_.add_value(std::move(v)));
   }
   g_.nodes.push_back(std::move(n));

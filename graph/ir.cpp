@@ -17,4 +17,39 @@ ValueId Graph::add_value(Value v) {
   return (ValueId)values.size() - 1;
 }
 
+void compact_values(Graph& g) {
+  std::vector<char> used(g.values.size(), 0);
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if (g.values[i].kind != ValueKind::computed) used[i] = 1;
+  for (const Node& n : g.nodes) {
+    for (ValueId v : n.inputs) used[(size_t)v] = 1;
+    for (ValueId v : n.outputs) used[(size_t)v] = 1;
+  }
+  for (ValueId v : g.outputs) used[(size_t)v] = 1;
+  // Weights and pools nothing reads any more go too (a weight packed into another).
+  std::vector<char> read(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    for (ValueId v : n.inputs) read[(size_t)v] = 1;
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if ((g.values[i].kind == ValueKind::weight || g.values[i].kind == ValueKind::kv_pool) && !read[i]) used[i] = 0;
+  std::vector<ValueId> new_id(g.values.size(), kNoValue);
+  std::vector<Value> kept;
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    if (!used[i]) continue;
+    new_id[i] = (ValueId)kept.size();
+    kept.push_back(std::move(g.values[i]));
+  }
+  auto remap = [&](ValueId& v) { v = v == kNoValue ? kNoValue : new_id[(size_t)v]; };
+  for (Value& v : kept) remap(v.aliases);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (ValueId& v : g.nodes[n].inputs) remap(v);
+    for (ValueId& v : g.nodes[n].outputs) {
+      remap(v);
+      kept[(size_t)v].producer = (int32_t)n;
+    }
+  }
+  for (ValueId& v : g.outputs) remap(v);
+  g.values = std::move(kept);
+}
+
 }  // namespace tessera::graph

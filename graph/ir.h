@@ -33,6 +33,9 @@ struct Value {
   int32_t producer = -1;  // node index, -1 for non-computed values
   // A kv_append output names the pool it updated: it shares its storage.
   ValueId aliases = kNoValue;
+  // A weight made at load by concatenating the rows of these model weights
+  // (horizontal fusion); empty for a weight taken from the file as it is.
+  std::vector<std::string> packed_from;
 };
 
 struct Node {
@@ -41,6 +44,7 @@ struct Node {
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   std::string label;  // e.g. "blk.3.attn_q"
+  TileParams tile;    // set by the tiling pass; printed as tile{...}
 };
 
 class Graph {
@@ -54,5 +58,9 @@ class Graph {
   Value& value(ValueId id) { return values[(size_t)id]; }
   ValueId add_value(Value v);
 };
+
+// Drops values nothing defines or reads (left behind by passes that remove
+// nodes) and renumbers the rest densely, keeping their order.
+void compact_values(Graph& g);
 
 }  // namespace tessera::graph

@@ -94,7 +94,7 @@ Expected<Plan> lower(const Graph& g, const ShapeBucket& bucket) {
     if (g.values[i].aliases != kNoValue) tensor_of[i] = tensor_of[(size_t)g.values[i].aliases];
 
   for (const Node& n : g.nodes) {
-    Dispatch d{n.op, n.params, {}, {}, n.label};
+    Dispatch d{n.op, n.params, {}, {}, n.label, n.tile};
     for (ValueId in : n.inputs) d.inputs.push_back(tensor_of[(size_t)in]);
     for (ValueId out : n.outputs) d.outputs.push_back(tensor_of[(size_t)out]);
     plan.dispatches.push_back(std::move(d));

@@ -1,19 +1,51 @@
 #include "graph/printer.h"
 
-#include <cstdio>
+#include <charconv>
 #include <sstream>
 
 namespace tessera::graph {
 
 namespace {
 
+// The shortest text that reads back as the same float, so a parsed graph
+// computes exactly what the printed one did.
 std::string fmt_float(float f) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", (double)f);
-  return buf;
+  auto r = std::to_chars(buf, buf + sizeof buf, f);
+  return std::string(buf, r.ptr);
 }
 
-std::string type_of(const Value& v) {
+std::string rope_fields(const RopeParams& p) {
+  return "heads=" + std::to_string(p.n_heads) + ", head_dim=" + std::to_string(p.head_dim) +
+         ", rot_dims=" + std::to_string(p.rot_dims) + ", theta=" + fmt_float(p.theta) +
+         ", layout=" + (p.layout == RopeLayout::interleaved ? "interleaved" : "half_split");
+}
+
+struct ParamPrinter {
+  std::string operator()(const NoParams&) const { return ""; }
+  std::string operator()(const RmsNormParams& p) const { return "{eps=" + fmt_float(p.eps) + "}"; }
+  std::string operator()(const RopeParams& p) const { return "{" + rope_fields(p) + "}"; }
+  std::string operator()(const KvCacheParams& p) const {
+    return "{kv_heads=" + std::to_string(p.n_kv_heads) + ", head_dim=" + std::to_string(p.head_dim) +
+           ", block_size=" + std::to_string(p.block_size) + "}";
+  }
+  std::string operator()(const AttentionParams& p) const {
+    return "{heads=" + std::to_string(p.n_heads) + ", kv_heads=" + std::to_string(p.n_kv_heads) +
+           ", head_dim=" + std::to_string(p.head_dim) + ", block_size=" + std::to_string(p.block_size) +
+           ", scale=" + fmt_float(p.scale) + ", causal=" + (p.causal ? "true" : "false") + "}";
+  }
+  std::string operator()(const QkvSplitParams& p) const {
+    return "{q_rows=" + std::to_string(p.q_rows) + ", kv_rows=" + std::to_string(p.kv_rows) + "}";
+  }
+  std::string operator()(const RopeKvAppendParams& p) const {
+    return "{" + rope_fields(p.rope) + ", kv_heads=" + std::to_string(p.kv.n_kv_heads) +
+           ", block_size=" + std::to_string(p.kv.block_size) + "}";
+  }
+};
+
+}  // namespace
+
+std::string print_type(const Value& v) {
   std::string s = std::string(name(v.desc.dtype)) + "[";
   for (int i = 0; i < v.desc.shape.rank; ++i) {
     if (i) s += ", ";
@@ -24,28 +56,24 @@ std::string type_of(const Value& v) {
   return s + "]";
 }
 
-struct ParamPrinter {
-  std::string operator()(const NoParams&) const { return ""; }
-  std::string operator()(const RmsNormParams& p) const { return "{eps=" + fmt_float(p.eps) + "}"; }
-  std::string operator()(const RopeParams& p) const {
-    return "{heads=" + std::to_string(p.n_heads) + ", head_dim=" + std::to_string(p.head_dim) +
-           ", rot_dims=" + std::to_string(p.rot_dims) + ", theta=" + fmt_float(p.theta) +
-           ", layout=" + (p.layout == RopeLayout::interleaved ? "interleaved" : "half_split") + "}";
-  }
-  std::string operator()(const KvCacheParams& p) const {
-    return "{kv_heads=" + std::to_string(p.n_kv_heads) + ", head_dim=" + std::to_string(p.head_dim) +
-           ", block_size=" + std::to_string(p.block_size) + "}";
-  }
-  std::string operator()(const AttentionParams& p) const {
-    return "{heads=" + std::to_string(p.n_heads) + ", kv_heads=" + std::to_string(p.n_kv_heads) +
-           ", head_dim=" + std::to_string(p.head_dim) + ", block_size=" + std::to_string(p.block_size) +
-           ", scale=" + fmt_float(p.scale) + ", causal=" + (p.causal ? "true" : "false") + "}";
-  }
-};
-
-}  // namespace
-
 std::string print_params(const OpParams& p) { return std::visit(ParamPrinter{}, p); }
+
+std::string print_node(const Graph& g, const Node& n) {
+  std::string s;
+  for (size_t o = 0; o < n.outputs.size(); ++o) s += (o ? ", %" : "%") + std::to_string(n.outputs[o]);
+  s += " = " + std::string(name(n.op)) + "(";
+  for (size_t k = 0; k < n.inputs.size(); ++k) s += (k ? ", %" : "%") + std::to_string(n.inputs[k]);
+  s += ")";
+  const std::string params = print_params(n.params);
+  if (!params.empty()) s += " " + params;
+  if (!n.tile.empty())
+    s += " tile{weight_block_bytes=" + std::to_string(n.tile.weight_block_bytes) +
+         ", chunk_bytes=" + std::to_string(n.tile.chunk_bytes) + "}";
+  s += " : ";
+  for (size_t o = 0; o < n.outputs.size(); ++o) s += (o ? ", " : "") + print_type(g.value(n.outputs[o]));
+  if (!n.label.empty()) s += "  # " + n.label;
+  return s;
+}
 
 std::string print(const Graph& g) {
   std::ostringstream os;
@@ -53,21 +81,16 @@ std::string print(const Graph& g) {
   for (size_t i = 0; i < g.values.size(); ++i) {
     const Value& v = g.values[i];
     if (v.kind == ValueKind::computed) continue;
-    os << "  %" << i << " = " << to_string(v.kind) << " \"" << v.name << "\" : " << type_of(v) << "\n";
-  }
-  for (const Node& n : g.nodes) {
-    os << "  ";
-    for (size_t o = 0; o < n.outputs.size(); ++o) os << (o ? ", %" : "%") << n.outputs[o];
-    os << " = " << name(n.op) << "(";
-    for (size_t k = 0; k < n.inputs.size(); ++k) os << (k ? ", %" : "%") << n.inputs[k];
-    os << ")";
-    const std::string params = print_params(n.params);
-    if (!params.empty()) os << " " << params;
-    os << " : ";
-    for (size_t o = 0; o < n.outputs.size(); ++o) os << (o ? ", " : "") << type_of(g.value(n.outputs[o]));
-    if (!n.label.empty()) os << "  # " << n.label;
+    os << "  %" << i << " = " << to_string(v.kind) << " \"" << v.name << "\" : " << print_type(v);
+    if (!v.packed_from.empty()) {
+      // Layout: made once at load from these weights' rows, in this order.
+      os << " {pack=concat_rows(";
+      for (size_t k = 0; k < v.packed_from.size(); ++k) os << (k ? ", \"" : "\"") << v.packed_from[k] << "\"";
+      os << ")}";
+    }
     os << "\n";
   }
+  for (const Node& n : g.nodes) os << "  " << print_node(g, n) << "\n";
   os << "  return";
   for (size_t i = 0; i < g.outputs.size(); ++i) os << (i ? ", %" : " %") << g.outputs[i];
   os << "\n}\n";

@@ -88,6 +88,59 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       TensorDesc d = TensorDesc::contiguous(v(0).desc.dtype, Shape{v(1).desc.shape[0], v(0).desc.shape.last()});
       return std::vector{InferredOutput{d, v(1).rows}};
     }
+    case OpKind::matmul_add:
+    case OpKind::matmul_silu_mul:
+    case OpKind::matmul_qkv: {
+      TS_TRY(arity(op == OpKind::matmul_add ? 3 : 2));
+      const auto& x = v(0).desc;
+      const auto& w = v(1).desc;
+      TS_TRY(expect(w.shape.rank == 2 && x.shape.rank == 2, op, "expects x[T, K] and w[N, K]"));
+      TS_TRY(expect(x.shape[1] == w.shape[1], op, "x " + x.to_string() + " and w " + w.to_string() + " disagree on K"));
+      if (op == OpKind::matmul_add) {
+        const InferredOutput y = f32_rows(v(0).rows, x.shape[0], w.shape[0]);
+        TS_TRY(expect(v(2).desc.shape == y.desc.shape && v(2).rows == y.rows, op,
+                      "residual " + desc_of(v(2)) + " is not the product's shape"));
+        return std::vector{y};
+      }
+      if (op == OpKind::matmul_silu_mul) {
+        TS_TRY(expect(w.shape[0] % 2 == 0, op, "packed gate/up weight needs an even row count, got " + w.to_string()));
+        return std::vector{f32_rows(v(0).rows, x.shape[0], w.shape[0] / 2)};
+      }
+      const auto& p = std::get<QkvSplitParams>(params);
+      TS_TRY(expect(p.q_rows > 0 && p.kv_rows > 0 && w.shape[0] == (int64_t)p.q_rows + 2 * (int64_t)p.kv_rows, op,
+                    "packed weight " + w.to_string() + " is not q_rows + 2 * kv_rows rows"));
+      return std::vector{f32_rows(v(0).rows, x.shape[0], p.q_rows), f32_rows(v(0).rows, x.shape[0], p.kv_rows),
+                         f32_rows(v(0).rows, x.shape[0], p.kv_rows)};
+    }
+    case OpKind::add_rms_norm:
+    case OpKind::matmul_add_rms_norm: {
+      const bool mm = op == OpKind::matmul_add_rms_norm;
+      TS_TRY(arity(mm ? 4 : 3));
+      InferredOutput s{v(0).desc, v(0).rows};
+      if (mm) {
+        const auto& x = v(0).desc;
+        const auto& w = v(1).desc;
+        TS_TRY(expect(w.shape.rank == 2 && x.shape.rank == 2 && x.shape[1] == w.shape[1], op, "expects x[T, K] and w[N, K]"));
+        s = f32_rows(v(0).rows, x.shape[0], w.shape[0]);
+      }
+      const Value& r = v(mm ? 2 : 1);
+      TS_TRY(expect(r.desc.shape == s.desc.shape && r.rows == s.rows, op, desc_of(r) + " does not match " + s.desc.to_string()));
+      TS_TRY(expect(v(mm ? 3 : 2).desc.shape.numel() == s.desc.shape.last(), op, "norm weight does not match the row width"));
+      return std::vector{s, s};
+    }
+    case OpKind::rope_kv_append: {
+      // (q, k, v, positions, slot_mapping, k_pool, v_pool) -> (rope(q), k_pool', v_pool')
+      TS_TRY(arity(7));
+      const auto& p = std::get<RopeKvAppendParams>(params);
+      const int64_t width = (int64_t)p.kv.n_kv_heads * p.kv.head_dim;
+      TS_TRY(expect(p.kv.head_dim == p.rope.head_dim, op, "rope and KV head_dim differ"));
+      TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.rope.n_heads * p.rope.head_dim, op, "q width is not n_heads * head_dim"));
+      TS_TRY(expect(p.rope.rot_dims > 0 && p.rope.rot_dims <= p.rope.head_dim && p.rope.rot_dims % 2 == 0, op, "rot_dims must be even and <= head_dim"));
+      TS_TRY(expect(v(1).desc.shape.last() == width && v(2).desc.shape.last() == width, op, "k/v width is not n_kv_heads * head_dim"));
+      TS_TRY(expect(v(5).desc.shape.last() == width && v(6).desc.shape.last() == width, op, "pool width is not n_kv_heads * head_dim"));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}, InferredOutput{v(5).desc, RowCount::fixed},
+                         InferredOutput{v(6).desc, RowCount::fixed}};
+    }
   }
   return internal_error("infer_outputs: unknown op");
 }

@@ -37,6 +37,7 @@ struct MatmulArgs {
   float* y = nullptr;  // [m, n]
   int64_t m = 0, n = 0, k = 0;
   void* workspace = nullptr;  // matmul_workspace_bytes(w_dtype, m, k) bytes, 64-byte aligned
+  TileParams tile;            // blocking; results do not depend on it (each output is one whole-K dot)
 };
 
 struct RopeArgs {
@@ -108,6 +109,61 @@ struct GatherRowsArgs {
   const int32_t* rows = nullptr;  // [n_rows], each in [0, n_src_rows)
   std::byte* out = nullptr;       // [n_rows, row_bytes]
   int64_t n_rows = 0, n_src_rows = 0, row_bytes = 0;
+};
+
+// Fused ops (graph/passes make them). Each equals its unfused pattern.
+
+// matmul_add: y = x · wᵀ + residual[m, n]; mm.y must not alias residual.
+struct MatmulAddArgs {
+  MatmulArgs mm;
+  const float* residual = nullptr;
+};
+
+// matmul_silu_mul: mm.w is [2f, k], the gate's rows then the up's; mm.y is
+// scratch [m, 2f] (not read afterwards); out[m, f] = silu(gate) * up.
+struct MatmulSiluMulArgs {
+  MatmulArgs mm;
+  float* out = nullptr;
+};
+
+// matmul_qkv: mm.w is [q_rows + 2 kv_rows, k]; mm.y is scratch [m, n] whose
+// columns are split into q[m, q_rows], k[m, kv_rows], v[m, kv_rows].
+struct MatmulQkvArgs {
+  MatmulArgs mm;
+  float* q = nullptr;
+  float* k = nullptr;
+  float* v = nullptr;
+  int64_t q_rows = 0, kv_rows = 0;
+};
+
+// add_rms_norm / matmul_add_rms_norm: sum = a + b (or the matmul_add), then
+// normed = rms_norm(sum, norm_weight) over rows of mm.n (or dim) values.
+struct AddRmsNormArgs {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* sum = nullptr;  // may alias a or b
+  float* normed = nullptr;
+  const float* norm_weight = nullptr;
+  int64_t rows = 0, dim = 0;
+  RmsNormParams p;
+};
+
+// rope_kv_append: k is rotated into k_rot (scratch, [n_tokens, kv width]) and
+// appended with v to the pools, then q is rotated into q_out, which may
+// alias q (or k or v: they are consumed first).
+struct RopeKvAppendArgs {
+  const float* q = nullptr;
+  float* q_out = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  float* k_rot = nullptr;
+  const int32_t* positions = nullptr;
+  const int32_t* slot_mapping = nullptr;
+  int64_t n_tokens = 0;
+  float* k_pool = nullptr;
+  float* v_pool = nullptr;
+  int64_t num_slots = 0;
+  RopeKvAppendParams p;
 };
 
 }  // namespace tessera::kernels

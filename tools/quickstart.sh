@@ -45,6 +45,19 @@ build() {
   cmake --build --preset "$preset" -j "$(nproc)" >"$log" 2>&1 || { cat "$log"; exit 1; }
 }
 
+# The npm packages the tests compare against (tests/oracle/package-lock.json),
+# installed only when node_modules is missing or the lock changed since.
+install_oracles() {
+  command -v npm >/dev/null 2>&1 || return 0
+  local dir=tests/oracle stamp=tests/oracle/node_modules/.tessera-lock
+  local want; want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
+  local log; log=$(mktemp)
+  (cd "$dir" && npm ci --silent --no-audit --no-fund) >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+  rm -f "$log"
+  echo "$want" >"$stamp"
+}
+
 install_missing
 build default build
 
@@ -52,6 +65,7 @@ if [ "$mode" = bench ]; then
   exec build/bin/tessera bench "$@"
 fi
 
+install_oracles
 ctest --preset default -j "$(nproc)" --timeout 900 | tail -n 25
 status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] || exit "$status"

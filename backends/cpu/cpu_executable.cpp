@@ -52,6 +52,10 @@ int64_t rows_of(const BoundTensor& t, const StepArgs& a) {
   return 0;
 }
 
+// Where a fused matmul's full product starts in the scratch buffer: after the
+// quantized activations, cache-line aligned.
+size_t fused_product_offset(size_t workspace_bytes) { return (workspace_bytes + 63) / 64 * 64; }
+
 }  // namespace
 
 Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan, std::span<Buffer* const> bound,
@@ -80,7 +84,7 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
   size_t scratch = 64;
   const int64_t max_context = (int64_t)plan.bucket.max_blocks_per_seq;
   exe->kv_slots_ = INT64_MAX;
-  for (const Dispatch& d : plan.dispatches) {
+  for (const Dispatch& d : exe->plan_.dispatches) {  // the executable's own copy: BoundDispatch keeps a pointer to it
     BoundDispatch bd{d.op, d.params, {}, {}, &d};
     auto bind = [&](const PlanTensor& t) {
       return BoundTensor{exe->buffers_[t.buffer]->host_data() + t.offset, t.desc, t.rows};
@@ -89,10 +93,21 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
     for (const auto& t : d.outputs) bd.out.push_back(bind(t));
     // The most rows this dispatch can see: its planned outermost dimension.
     const int64_t max_rows = d.outputs.empty() ? 0 : d.outputs[0].desc.shape[0];
-    if (d.op == OpKind::matmul) {
+    if (d.op == OpKind::matmul || d.op == OpKind::matmul_add || d.op == OpKind::matmul_silu_mul || d.op == OpKind::matmul_qkv ||
+        d.op == OpKind::matmul_add_rms_norm) {
       if (!k::matmul_supports(d.inputs[1].desc.dtype))
         return unsupported("cpu: " + d.label + ": no matmul kernel for " + std::string(name(d.inputs[1].desc.dtype)) + " weights");
-      scratch = std::max(scratch, k::matmul_workspace_bytes(d.inputs[1].desc.dtype, max_rows, d.inputs[0].desc.shape[1]));
+      size_t need = k::matmul_workspace_bytes(d.inputs[1].desc.dtype, max_rows, d.inputs[0].desc.shape[1]);
+      // The fused matmuls with a split or gated output stage the full product after the workspace.
+      if (d.op == OpKind::matmul_silu_mul || d.op == OpKind::matmul_qkv)
+        need = fused_product_offset(need) + (size_t)(max_rows * d.inputs[1].desc.shape[0]) * 4;
+      scratch = std::max(scratch, need);
+    }
+    if (d.op == OpKind::rope_kv_append) {
+      const auto& p = std::get<RopeKvAppendParams>(d.params);
+      scratch = std::max(scratch, (size_t)(max_rows * p.kv.n_kv_heads * p.kv.head_dim) * 4);
+      exe->kv_slots_ = std::min(exe->kv_slots_, d.inputs[5].desc.shape[0]);
+      exe->block_size_ = p.kv.block_size;
     }
     if (d.op == OpKind::paged_attention) {
       const auto& p = std::get<AttentionParams>(d.params);
@@ -222,7 +237,72 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
       m.n = d.in[1].desc.shape[0];
       m.k = d.in[1].desc.shape[1];
       m.workspace = scratch_->host_data();
+      m.tile = d.source->tile;
       k::matmul(m, pool_);
+      return Status::ok();
+    }
+    case OpKind::matmul_add:
+    case OpKind::matmul_silu_mul:
+    case OpKind::matmul_qkv: {
+      kernels::MatmulArgs m;
+      m.x = f32(d.in[0]);
+      m.w = d.in[1].data;
+      m.w_dtype = d.in[1].desc.dtype;
+      m.m = rows;
+      m.n = d.in[1].desc.shape[0];
+      m.k = d.in[1].desc.shape[1];
+      m.workspace = scratch_->host_data();
+      m.tile = d.source->tile;
+      if (d.op == OpKind::matmul_add) {
+        m.y = f32(d.out[0]);
+        k::matmul_add({m, f32(d.in[2])}, pool_);
+        return Status::ok();
+      }
+      m.y = reinterpret_cast<float*>(scratch_->host_data() +
+                                     fused_product_offset(k::matmul_workspace_bytes(m.w_dtype, rows, m.k)));
+      if (d.op == OpKind::matmul_silu_mul) {
+        k::matmul_silu_mul({m, f32(d.out[0])}, pool_);
+        return Status::ok();
+      }
+      const auto& p = std::get<QkvSplitParams>(d.params);
+      k::matmul_qkv({m, f32(d.out[0]), f32(d.out[1]), f32(d.out[2]), p.q_rows, p.kv_rows}, pool_);
+      return Status::ok();
+    }
+    case OpKind::add_rms_norm:
+      k::add_rms_norm({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), f32(d.out[1]), f32(d.in[2]), rows, d.in[0].desc.shape.last(),
+                       std::get<RmsNormParams>(d.params)},
+                      pool_);
+      return Status::ok();
+    case OpKind::matmul_add_rms_norm: {
+      kernels::MatmulArgs m;
+      m.x = f32(d.in[0]);
+      m.w = d.in[1].data;
+      m.w_dtype = d.in[1].desc.dtype;
+      m.y = f32(d.out[0]);
+      m.m = rows;
+      m.n = d.in[1].desc.shape[0];
+      m.k = d.in[1].desc.shape[1];
+      m.workspace = scratch_->host_data();
+      m.tile = d.source->tile;
+      k::matmul_add({m, f32(d.in[2])}, pool_);
+      k::rms_norm({f32(d.out[0]), f32(d.in[3]), f32(d.out[1]), rows, m.n, std::get<RmsNormParams>(d.params)}, pool_);
+      return Status::ok();
+    }
+    case OpKind::rope_kv_append: {
+      kernels::RopeKvAppendArgs r;
+      r.q = f32(d.in[0]);
+      r.q_out = f32(d.out[0]);
+      r.k = f32(d.in[1]);
+      r.v = f32(d.in[2]);
+      r.k_rot = reinterpret_cast<float*>(scratch_->host_data());
+      r.positions = i32(d.in[3]);
+      r.slot_mapping = i32(d.in[4]);
+      r.n_tokens = a.n_tokens;
+      r.k_pool = f32(d.in[5]);
+      r.v_pool = f32(d.in[6]);
+      r.num_slots = d.in[5].desc.shape[0];
+      r.p = std::get<RopeKvAppendParams>(d.params);
+      k::rope_kv_append(r, pool_);
       return Status::ok();
     }
     case OpKind::rope: {

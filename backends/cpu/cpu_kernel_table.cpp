@@ -16,6 +16,13 @@ KernelChoice CpuKernelTable::query(const OpQuery& q) const {
       if (!k::matmul_supports(q.weight_dtype))
         return {false, "", "no cpu matmul for " + std::string(name(q.weight_dtype)) + " weights"};
       return {true, k::matmul_kernel_name(q.weight_dtype, 1), ""};
+    case OpKind::matmul_add:
+    case OpKind::matmul_silu_mul:
+    case OpKind::matmul_qkv:
+    case OpKind::matmul_add_rms_norm:
+      if (!k::matmul_supports(q.weight_dtype))
+        return {false, "", "no cpu " + std::string(name(q.op)) + " for " + std::string(name(q.weight_dtype)) + " weights"};
+      return {true, k::matmul_kernel_name(q.weight_dtype, 1) + "+" + std::string(name(q.op)), ""};
     case OpKind::embedding:
       return {true, std::string(name(q.weight_dtype)) + "_embedding", ""};
     default:

@@ -57,6 +57,7 @@ struct Dispatch {
   std::vector<PlanTensor> inputs;
   std::vector<PlanTensor> outputs;
   std::string label;  // the graph node it came from, for profiles and errors
+  TileParams tile;    // the tiling pass's choice; empty: the kernel's default
 };
 
 // The sizes a plan was compiled for.

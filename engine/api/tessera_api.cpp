@@ -14,7 +14,7 @@ Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
   TS_ASSIGN_OR_RETURN(ModelWeights w, load_model(o.path));
   auto weights = std::make_shared<ModelWeights>(std::move(w));
   if (!o.tokenizer_path.empty()) {
-    TS_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load_llama2c(o.tokenizer_path, weights->config.vocab_size));
+    TS_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load_file(o.tokenizer_path, weights->config.vocab_size));
     m->tokenizer_ = std::make_unique<Tokenizer>(std::move(t));
   } else if (weights->tokenizer) {
     TS_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_data(*weights->tokenizer, o.path));
@@ -30,6 +30,8 @@ Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
   ro.max_context = o.max_context;
   ro.max_prefill_tokens = o.max_prefill_tokens;
   ro.strict = o.strict;
+  ro.passes = o.passes;
+  ro.tile = o.tile;
   m->weights_ = weights;
   TS_ASSIGN_OR_RETURN(m->runner_, ModelRunner::create(weights, ro));
   return m;
@@ -44,7 +46,11 @@ const std::vector<std::string>& Model::placement_notes() const { return runner_-
 
 Expected<std::vector<int32_t>> Model::encode(const std::string& text) const {
   if (!tokenizer_) return invalid_argument(weights_->source + ": has no tokenizer; give one with -z");
-  return tokenizer_->encode(text, true);
+  // BOS/EOS as the vocabulary asks (tokenizer.ggml.add_bos_token / add_eos_token).
+  std::vector<int32_t> ids = tokenizer_->encode(text, tokenizer_->default_options());
+  if (ids.empty())
+    return invalid_argument("the prompt is empty and " + weights_->source + "'s vocabulary adds no BOS; give some text");
+  return ids;
 }
 
 Expected<std::string> Model::decode(const std::vector<int32_t>& ids) const {

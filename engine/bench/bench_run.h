@@ -19,6 +19,8 @@ struct BenchOptions {
   int32_t prompt_tokens = 128;
   int32_t gen_tokens = 32;
   uint64_t seed = 1;
+  std::string passes = "default";  // graph passes (docs/ir.md)
+  std::string tile;                // tile overrides (docs/ir.md)
 };
 
 struct BenchReport {

@@ -95,18 +95,19 @@ void write_tokenizer(GgufWriter& w, const TokenizerData& t) {
   w.set_string("tokenizer.ggml.model", t.model);
   if (!t.pre.empty()) w.set_string("tokenizer.ggml.pre", t.pre);
   w.set_string_array("tokenizer.ggml.tokens", t.tokens);
-  w.set_f32_array("tokenizer.ggml.scores", t.scores);
+  // Byte-level BPE merges by rank; llama.cpp's converter writes no scores for it.
+  if (t.model != "gpt2") w.set_f32_array("tokenizer.ggml.scores", t.scores);
   std::vector<int32_t> types;
   for (TokenType x : t.types) types.push_back((int32_t)x);
   w.set_i32_array("tokenizer.ggml.token_type", types);
   if (!t.merges.empty()) w.set_string_array("tokenizer.ggml.merges", t.merges);
-  w.set_u32("tokenizer.ggml.bos_token_id", (uint32_t)t.bos_id);
-  w.set_u32("tokenizer.ggml.eos_token_id", (uint32_t)t.eos_id);
-  w.set_u32("tokenizer.ggml.unknown_token_id", (uint32_t)t.unk_id);
+  if (t.bos_id >= 0) w.set_u32("tokenizer.ggml.bos_token_id", (uint32_t)t.bos_id);
+  if (t.eos_id >= 0) w.set_u32("tokenizer.ggml.eos_token_id", (uint32_t)t.eos_id);
+  if (t.unk_id >= 0) w.set_u32("tokenizer.ggml.unknown_token_id", (uint32_t)t.unk_id);
   if (t.pad_id >= 0) w.set_u32("tokenizer.ggml.padding_token_id", (uint32_t)t.pad_id);
   w.set_bool("tokenizer.ggml.add_bos_token", t.add_bos);
   w.set_bool("tokenizer.ggml.add_eos_token", t.add_eos);
-  if (!t.add_space_prefix) w.set_bool("tokenizer.ggml.add_space_prefix", false);
+  if (t.model == "llama" && !t.add_space_prefix) w.set_bool("tokenizer.ggml.add_space_prefix", false);
 }
 }  // namespace
 
@@ -116,7 +117,8 @@ Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType t
     return invalid_argument(out_path + ": weight type " + std::string(name(type)) +
                             " cannot be written; expected f32, f16, q8_0 or q4_0");
   TS_TRY(m.config.validate(m.source));
-  if (tok && (tok->scores.size() != tok->tokens.size() || tok->types.size() != tok->tokens.size()))
+  const bool scores_ok = tok && (tok->scores.size() == tok->tokens.size() || (tok->model == "gpt2" && tok->scores.empty()));
+  if (tok && (!scores_ok || tok->types.size() != tok->tokens.size()))
     return invalid_argument(m.source + ": tokenizer has " + std::to_string(tok->tokens.size()) + " tokens, " +
                             std::to_string(tok->scores.size()) + " scores and " + std::to_string(tok->types.size()) +
                             " types; expected equal counts");

@@ -50,12 +50,16 @@ Expected<std::optional<TokenizerData>> read_gguf_tokenizer(const GgufFile& f, st
     consumed->insert(kPre);
     TS_ASSIGN_OR_RETURN(t.pre, f.get_string(kPre));
   }
+  const bool byte_level = t.model == "gpt2";
   if (f.has(kScores)) {
     consumed->insert(kScores);
     TS_ASSIGN_OR_RETURN(t.scores, f.get_f32_array(kScores));
     if (t.scores.size() != n) return length_mismatch(f, kScores, t.scores.size(), n);
+  } else if (byte_level) {
+    t.scores.assign(n, 0.0f);  // byte-level BPE merges by rank; llama.cpp's converter writes no scores
   } else {
-    t.scores.assign(n, 0.0f);
+    // llama.cpp would read zeros and merge blindly; refuse instead.
+    return f.key_error(kScores, "is missing; a '" + t.model + "' (SentencePiece) vocabulary needs one score per token");
   }
   if (f.has(kTypes)) {
     consumed->insert(kTypes);
@@ -74,6 +78,16 @@ Expected<std::optional<TokenizerData>> read_gguf_tokenizer(const GgufFile& f, st
   if (f.has(kMerges)) {
     consumed->insert(kMerges);
     TS_ASSIGN_OR_RETURN(t.merges, f.get_string_array(kMerges));
+  } else if (byte_level) {
+    return f.key_error(kMerges, "is missing; a 'gpt2' (byte-level BPE) vocabulary needs its merges");
+  }
+  if (byte_level) {
+    // llama.cpp's defaults for a BPE vocabulary: bos = eos = 11, no unk, no
+    // space prefix; BOS added only for llama-bpe.
+    t.bos_id = t.eos_id = 11;
+    t.unk_id = -1;
+    t.add_space_prefix = false;
+    t.add_bos = t.pre == "llama-bpe" || t.pre == "llama3" || t.pre == "llama-v3" || t.pre == "falcon3";
   }
   // llama.cpp's defaults for a SentencePiece vocabulary: bos 1, eos 2, unk 0.
   TS_TRY(read_id(f, "tokenizer.ggml.bos_token_id", n, &t.bos_id, consumed));
@@ -84,6 +98,7 @@ Expected<std::optional<TokenizerData>> read_gguf_tokenizer(const GgufFile& f, st
   TS_TRY(read_flag(f, "tokenizer.ggml.add_eos_token", &t.add_eos, consumed));
   TS_TRY(read_flag(f, "tokenizer.ggml.add_space_prefix", &t.add_space_prefix, consumed));
   for (const auto& [name, id] : {std::pair<const char*, int32_t>{"bos", t.bos_id}, {"eos", t.eos_id}, {"unk", t.unk_id}}) {
+    if (byte_level && id == -1) continue;
     if (id < 0 || (size_t)id >= n)
       return f.key_error(kTokens, "has " + std::to_string(n) + " tokens; the default " + name + " id " +
                                       std::to_string(id) + " is not among them");

@@ -6,6 +6,7 @@
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
 #include "graph/lower.h"
+#include "graph/pass_manager.h"
 
 namespace tessera {
 
@@ -38,13 +39,22 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
 
   TS_ASSIGN_OR_RETURN(r->device_, open_device(o.backend, o.device));
   TS_ASSIGN_OR_RETURN(r->graph_, build_llama_graph(*r->weights_, KvLayout{bm.num_blocks, bm.block_size}));
+  {
+    // Fusions ask the device's kernel table, so a backend without a fused kernel keeps the unfused pattern.
+    TS_ASSIGN_OR_RETURN(auto pipeline, graph::parse_pipeline(o.passes, o.backend));
+    graph::PassContext ctx{o.backend, &r->device_->kernels(), &r->device_->info(), {}};
+    TS_ASSIGN_OR_RETURN(ctx.tile_overrides, graph::parse_tile_overrides(o.tile));
+    TS_TRY(graph::run_pipeline(r->graph_, pipeline, ctx));
+  }
 
   // Placement is per model until the placement pass exists: every node the
   // device cannot run is named, and the model runs on the CPU (or, strict,
   // not at all). Never silently.
   for (const auto& n : r->graph_.nodes) {
     OpQuery q{n.op, DType::f32, DType::f32};
-    if (n.op == OpKind::matmul || n.op == OpKind::embedding) q.weight_dtype = r->graph_.value(n.inputs[n.op == OpKind::matmul ? 1 : 0]).desc.dtype;
+    const bool has_weight = n.op == OpKind::matmul || n.op == OpKind::matmul_add || n.op == OpKind::matmul_silu_mul ||
+                            n.op == OpKind::matmul_qkv || n.op == OpKind::matmul_add_rms_norm;
+    if (has_weight || n.op == OpKind::embedding) q.weight_dtype = r->graph_.value(n.inputs[has_weight ? 1 : 0]).desc.dtype;
     const KernelChoice k = r->device_->kernels().query(q);
     if (!k.supported)
       r->placement_notes_.push_back(o.backend + " cannot run " + n.label + " (" + std::string(name(n.op)) + ", " +
@@ -63,7 +73,19 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
 
   // Weights are imported once and KV pools allocated once; every bucket's plan binds the same buffers.
   for (const auto& v : r->graph_.values) {
-    if (v.kind == graph::ValueKind::weight && !r->bound_.count(v.name)) {
+    if (v.kind == graph::ValueKind::weight && !v.packed_from.empty() && !r->bound_.count(v.name)) {
+      // A packed weight: its parts' rows, in order (row-major, so their bytes one after another).
+      std::vector<std::byte> bytes;
+      for (const std::string& part : v.packed_from) {
+        const WeightTensor* t = r->weights_->find(part);
+        if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
+          return internal_error(v.name + ": part '" + part + "' is missing or does not match the packed layout");
+        bytes.insert(bytes.end(), t->data.begin(), t->data.end());
+      }
+      if (bytes.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
+      r->packed_weights_.push_back(std::move(bytes));
+      TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->import_weights(r->packed_weights_.back()));
+    } else if (v.kind == graph::ValueKind::weight && !r->bound_.count(v.name)) {
       const WeightTensor* t = r->weights_->find(v.name);
       TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->import_weights(t->data));
     } else if (v.kind == graph::ValueKind::kv_pool) {
@@ -118,7 +140,9 @@ Status ModelRunner::step(const StepArgs& args, std::span<float> logits_out) {
 uint64_t ModelRunner::weight_bytes_per_token() const {
   uint64_t total = 0;
   for (const auto& n : graph_.nodes) {
-    if (n.op == OpKind::matmul) total += graph_.value(n.inputs[1]).desc.bytes();
+    if (n.op == OpKind::matmul || n.op == OpKind::matmul_add || n.op == OpKind::matmul_silu_mul || n.op == OpKind::matmul_qkv ||
+        n.op == OpKind::matmul_add_rms_norm)
+      total += graph_.value(n.inputs[1]).desc.bytes();
     if (n.op == OpKind::embedding) total += (uint64_t)graph_.value(n.inputs[0]).desc.row_bytes();
   }
   return total;

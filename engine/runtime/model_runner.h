@@ -28,6 +28,10 @@ struct RunnerOptions {
   // When the backend cannot run a node: false runs the model on the CPU and
   // reports each such node (placement_notes); true refuses.
   bool strict = false;
+  // The graph passes to run (graph/pass_manager.h): "default", "none", "default,-fuse_qkv", ...
+  std::string passes = "default";
+  // Tile sizes that replace the tiling pass's: "matmul.chunk_bytes=32768,..." (docs/ir.md).
+  std::string tile;
   static constexpr int32_t kDefaultContextCap = 4096;
 };
 
@@ -73,6 +77,9 @@ class ModelRunner {
   std::map<std::string, std::unique_ptr<Buffer>> bound_;  // weights and KV pools by name
   std::map<int32_t, std::unique_ptr<Executable>> executables_;  // by bucket max_tokens
   std::vector<std::string> placement_notes_;
+  // Weights the passes packed (pack=concat_rows in the IR), made once here;
+  // the device may keep pointing at them (the CPU imports in place).
+  std::vector<std::vector<std::byte>> packed_weights_;
 };
 
 // Opens `backend` device `index` from the registry (built-ins registered first).

@@ -74,7 +74,7 @@ Expected<Tokenizer> Tokenizer::load_llama2c(const std::string& path, int32_t voc
   if (pos != size)
     return invalid_argument(path + ": " + std::to_string(size - pos) + " bytes follow the last of the " +
                             std::to_string(vocab_size) + " tokens; expected the file to end (is vocab_size right?)");
-  return from_data(std::move(d), path);
+  return build(std::move(d), path, TokenizerAlgorithm::llama2c);
 }
 
 }  // namespace tessera

@@ -24,12 +24,14 @@ struct ModelWeights;
 
 struct ModelOptions {
   std::string path;            // GGUF or llama2.c .bin
-  std::string tokenizer_path;  // llama2.c tokenizer.bin; empty: the one inside the model file, if any
+  std::string tokenizer_path;  // Hugging Face tokenizer.json or llama2.c tokenizer.bin; empty: the model file's own
   std::string backend = "cpu";
   int device = 0;
   int32_t max_context = 0;     // 0: the model's context length, capped at 4096
   int32_t max_prefill_tokens = 256;
   bool strict = false;         // refuse rather than run nodes the backend lacks on the CPU
+  std::string passes = "default";  // graph passes: "default", "none", "default,-fuse_qkv", ... (docs/ir.md)
+  std::string tile;                // tile overrides: "matmul.chunk_bytes=32768,..." (docs/ir.md)
 };
 
 class Model;
@@ -69,7 +71,9 @@ class Model {
   // runs on the CPU instead; empty when it runs where asked.
   const std::vector<std::string>& placement_notes() const;
   bool has_tokenizer() const { return tokenizer_ != nullptr; }
-  // BOS, then the text as the reference tokenizer splits it.
+  // The text as the model's tokenizer splits it, with BOS (and EOS) where the
+  // vocabulary asks for them (llama2.c and SentencePiece vocabularies: BOS).
+  // Text spelling a special token is plain text.
   Expected<std::vector<int32_t>> encode(const std::string& text) const;
   // The text of ids[1..] as llama2.c prints it.
   Expected<std::string> decode(const std::vector<int32_t>& ids) const;

@@ -47,5 +47,11 @@ void add(const AddArgs& a, ParallelFor& pf);
 void softmax(const SoftmaxArgs& a, ParallelFor& pf);
 void argmax(const ArgmaxArgs& a, ParallelFor& pf);
 void gather_rows(const GatherRowsArgs& a, ParallelFor& pf);
+// Fused ops (cpu/fused.cpp); mm.workspace as for matmul, mm.y / k_rot scratch.
+void matmul_add(const MatmulAddArgs& a, ParallelFor& pf);
+void matmul_silu_mul(const MatmulSiluMulArgs& a, ParallelFor& pf);
+void matmul_qkv(const MatmulQkvArgs& a, ParallelFor& pf);
+void rope_kv_append(const RopeKvAppendArgs& a, ParallelFor& pf);
+void add_rms_norm(const AddRmsNormArgs& a, ParallelFor& pf);
 
 }  // namespace tessera::kernels::cpu

@@ -36,8 +36,10 @@ template <typename Tile>
 void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const Tile& tile) {
   const int64_t groups = (a.n + kNR - 1) / kNR;
   const int64_t group_bytes = kNR * w_row_bytes;
-  const int64_t grain = std::max<int64_t>(1, kChunkBytes / group_bytes);
-  const int64_t block_groups = std::max<int64_t>(1, kL2Block / group_bytes);
+  const int64_t chunk_bytes = a.tile.chunk_bytes > 0 ? a.tile.chunk_bytes : kChunkBytes;
+  const int64_t block_bytes = a.tile.weight_block_bytes > 0 ? a.tile.weight_block_bytes : kL2Block;
+  const int64_t grain = std::max<int64_t>(1, chunk_bytes / group_bytes);
+  const int64_t block_groups = std::max<int64_t>(1, block_bytes / group_bytes);
   detail::parallel_for(pf, groups, grain, [&](int64_t g0, int64_t g1) {
     for (int64_t gb = g0; gb < g1; gb += block_groups) {
       const int64_t ge = std::min(g1, gb + block_groups);

@@ -17,5 +17,11 @@ void add(const AddArgs& a);
 void softmax(const SoftmaxArgs& a);
 void argmax(const ArgmaxArgs& a);
 void gather_rows(const GatherRowsArgs& a);
+// Fused ops, defined as their unfused patterns (reference/fused.cpp).
+void matmul_add(const MatmulAddArgs& a);
+void matmul_silu_mul(const MatmulSiluMulArgs& a);
+void matmul_qkv(const MatmulQkvArgs& a);
+void rope_kv_append(const RopeKvAppendArgs& a);
+void add_rms_norm(const AddRmsNormArgs& a);
 
 }  // namespace tessera::kernels::reference

@@ -29,5 +29,8 @@ Subcommand add_run(CLI::App& app);
 Subcommand add_convert(CLI::App& app);
 Subcommand add_devices(CLI::App& app);
 Subcommand add_bench(CLI::App& app);
+Subcommand add_info(CLI::App& app);
+Subcommand add_tokenize(CLI::App& app);
+Subcommand add_ir(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -12,7 +12,7 @@ namespace tessera::cli {
 namespace {
 
 struct BenchFlags {
-  std::string model, backend = "cpu", type = "q8_0";
+  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile;
   int32_t prompt_tokens = 128, gen_tokens = 32;
   bool json = false;
 } f;
@@ -44,6 +44,7 @@ nlohmann::json to_json(const BenchReport& r) {
       {"peak_activation_bytes", r.peak_activation_bytes},
       {"activation_lower_bound_bytes", r.activation_lower_bound_bytes},
       {"model_build_s", r.model_build_s},
+      {"passes", f.passes},
   };
 }
 
@@ -57,6 +58,8 @@ int bench_main() {
   o.synthetic_type = *t;
   o.prompt_tokens = f.prompt_tokens;
   o.gen_tokens = f.gen_tokens;
+  o.passes = f.passes;
+  o.tile = f.tile;
   auto reports = run_bench(o, log_line);
   if (!reports) return fail(reports.status());
   if (f.json) {
@@ -94,6 +97,8 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--type", f.type, "synthetic model weight type: q8_0 (default), q4_0, f16, f32");
   s->add_option("--prompt-tokens", f.prompt_tokens, "prompt length for prefill");
   s->add_option("--gen-tokens", f.gen_tokens, "tokens to decode");
+  s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
+  s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... (docs/ir.md)");
   s->add_flag("--json", f.json, "print one JSON object");
   return {s, bench_main};
 }

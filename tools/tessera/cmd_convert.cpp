@@ -23,8 +23,11 @@ int convert_main() {
   if (!weights) return fail(weights.status());
   std::optional<TokenizerData> tok = weights->tokenizer;
   if (!f.tokenizer.empty()) {
-    auto t = Tokenizer::load_llama2c(f.tokenizer, weights->config.vocab_size);
+    auto t = Tokenizer::load_file(f.tokenizer, weights->config.vocab_size);
     if (!t) return fail(t.status());
+    if (t->vocab_size() > weights->config.vocab_size)
+      return fail(invalid_argument("-z " + f.tokenizer + ": tokenizer has " + std::to_string(t->vocab_size()) +
+                                   " tokens; the model's vocab_size is " + std::to_string(weights->config.vocab_size)));
     tok = t->data();
   }
   std::vector<std::string> notes;
@@ -40,7 +43,7 @@ int convert_main() {
 Subcommand add_convert(CLI::App& app) {
   CLI::App* s = app.add_subcommand("convert", "write a model as GGUF");
   s->add_option("input", f.input, "model to read (llama2.c .bin or GGUF)")->required();
-  s->add_option("-z,--tokenizer", f.tokenizer, "llama2.c tokenizer.bin to embed");
+  s->add_option("-z,--tokenizer", f.tokenizer, "tokenizer to embed: Hugging Face tokenizer.json or llama2.c tokenizer.bin");
   s->add_option("-o,--output", f.output, "GGUF file to write")->required();
   s->add_option("--type", f.type, "weight type: f32, f16, q8_0, q4_0");
   return {s, convert_main};

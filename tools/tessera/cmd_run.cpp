@@ -11,7 +11,7 @@ namespace tessera::cli {
 namespace {
 
 struct RunFlags {
-  std::string model, tokenizer, prompt, prompt_ids, backend = "cpu";
+  std::string model, tokenizer, prompt, prompt_ids, backend = "cpu", passes = "default", tile;
   int32_t steps = 256;
   float temperature = 1.0f, top_p = 0.9f;
   int32_t top_k = 0;
@@ -36,6 +36,8 @@ int run_main() {
   mo.device = f.device;
   mo.max_context = f.ctx;
   mo.strict = f.strict;
+  mo.passes = f.passes;
+  mo.tile = f.tile;
   auto model = Model::open(mo);
   if (!model) return fail(model.status());
   Model& m = **model;
@@ -123,6 +125,8 @@ Subcommand add_run(CLI::App& app) {
   s->add_option("--backend", f.backend, "backend: cpu, or a plugin's name");
   s->add_option("--device", f.device, "device index within the backend");
   s->add_option("--ctx", f.ctx, "context length to allocate (default: the model's, at most 4096)");
+  s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
+  s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... (docs/ir.md)");
   s->add_flag("--strict", f.strict, "refuse to run nodes the backend lacks on the CPU instead");
   s->add_flag("--print-ids", f.print_ids, "print the whole id sequence on one line instead of text");
   return {s, run_main};

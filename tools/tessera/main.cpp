@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   using namespace tessera::cli;
   CLI::App app{"tessera: LLM inference runtime"};
   app.require_subcommand(1);
-  std::vector<Subcommand> subs = {add_run(app), add_convert(app), add_devices(app), add_bench(app)};
+  std::vector<Subcommand> subs = {add_run(app), add_convert(app), add_devices(app), add_bench(app), add_ir(app),
+                                  add_info(app), add_tokenize(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

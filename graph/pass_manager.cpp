@@ -1,0 +1,133 @@
+#include "graph/pass_manager.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "graph/passes/passes.h"
+#include "graph/printer.h"
+#include "graph/verifier.h"
+
+namespace tessera::graph {
+
+const std::vector<PassInfo>& registered_passes() {
+  static const std::vector<PassInfo> all = {
+      {"shape_inference", "recompute every value's shape and dtype from its op's shape rule", "all", passes::shape_inference},
+      {"dce", "remove nodes whose values nothing reads (KV writes are kept)", "all", passes::dead_code_elimination},
+      {"fuse_qkv", "Q, K and V projections of one input into one matmul over a packed weight", "cpu",
+       passes::fuse_qkv},
+      {"fuse_gate_up", "FFN gate and up projections into one matmul over a packed weight, SiLU gating fused behind it",
+       "cpu", passes::fuse_gate_up},
+      {"fuse_matmul_residual", "matmul followed by a residual add into one matmul with an add epilogue", "cpu",
+       passes::fuse_matmul_residual},
+      {"fuse_rope_kv_append", "RoPE of Q and K and the KV append into one attention prologue", "cpu",
+       passes::fuse_rope_kv_append},
+      {"fuse_residual_norm", "a residual add (or matmul_add) and the RMSNorm of its sum into one node with both values", "cpu",
+       passes::fuse_residual_norm},
+      {"tile", "tile sizes for each matmul from the device's caches, cores and roofs (cost model); --tile overrides", "cpu",
+       passes::tile},
+  };
+  return all;
+}
+
+const PassInfo* find_pass(const std::string& name) {
+  for (const PassInfo& p : registered_passes())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+std::vector<std::string> default_pipeline(const std::string& target) {
+  // Every target runs the same order; a fusion whose kernel a target lacks
+  // leaves its pattern unfused there (it asks the target's kernel table).
+  (void)target;
+  return {"shape_inference", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm", "dce", "tile"};
+}
+
+Expected<std::vector<const PassInfo*>> parse_pipeline(const std::string& spec, const std::string& target,
+                                                      const std::string& flag) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(start, end - start);
+    start = end + 1;
+    if (item == "default") {
+      for (auto& n : default_pipeline(target)) names.push_back(n);
+    } else if (item == "none") {
+      names.clear();
+    } else if (!item.empty() && item[0] == '-') {
+      const std::string n = item.substr(1);
+      if (!find_pass(n)) return invalid_argument(flag + ": '" + n + "' is not a pass; run `tessera ir --list-passes`");
+      std::erase(names, n);
+    } else {
+      if (!find_pass(item)) {
+        std::string known;
+        for (const PassInfo& p : registered_passes()) known += std::string(known.empty() ? "" : ", ") + p.name;
+        return invalid_argument(flag + ": '" + item + "' is not a pass; expected default, none, -NAME or one of: " + known);
+      }
+      names.push_back(item);
+    }
+  }
+  std::vector<const PassInfo*> out;
+  for (const auto& n : names) out.push_back(find_pass(n));
+  return out;
+}
+
+Status run_pipeline(Graph& g, const std::vector<const PassInfo*>& passes, const PassContext& ctx,
+                    const PipelineOptions& opts, std::vector<PassTiming>* timings) {
+  for (const std::string& n : opts.print_after)
+    if (!find_pass(n)) return invalid_argument("--print-after: '" + n + "' is not a pass");
+  if (opts.verify_each) TS_TRY(verify(g).with_context("before the first pass"));
+  for (const PassInfo* p : passes) {
+    const auto t0 = std::chrono::steady_clock::now();
+    TS_TRY(p->run(g, ctx).with_context(std::string("pass ") + p->name));
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (timings) timings->push_back({p->name, ms, g.nodes.size()});
+    if (opts.verify_each) TS_TRY(verify(g).with_context(std::string("after pass ") + p->name));
+    const bool want = opts.print_after_all ||
+                      std::find(opts.print_after.begin(), opts.print_after.end(), p->name) != opts.print_after.end();
+    if (want && opts.print) opts.print("// after " + std::string(p->name) + "\n" + print(g));
+  }
+  return Status::ok();
+}
+
+Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag) {
+  std::vector<TileOverride> out;
+  if (spec.empty()) return out;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(start, end - start);
+    start = end + 1;
+    const size_t dot = item.find('.'), eq = item.find('=');
+    auto bad = [&] {
+      return invalid_argument(flag + ": '" + item + "'; expected OP.FIELD=BYTES, OP matmul, matmul_add, matmul_silu_mul, matmul_qkv or *, FIELD weight_block_bytes or chunk_bytes");
+    };
+    if (dot == std::string::npos || eq == std::string::npos || eq < dot) return bad();
+    TileOverride t{item.substr(0, dot), item.substr(dot + 1, eq - dot - 1), 0};
+    const std::string num = item.substr(eq + 1);
+    if (t.field != "weight_block_bytes" && t.field != "chunk_bytes") return bad();
+    if (t.op != "*" && t.op != "matmul" && t.op != "matmul_add" && t.op != "matmul_silu_mul" && t.op != "matmul_qkv" &&
+        t.op != "matmul_add_rms_norm")
+      return bad();
+    size_t used = 0;
+    try {
+      t.bytes = std::stoll(num, &used);
+    } catch (...) {
+      return bad();
+    }
+    if (used != num.size() || t.bytes < 1) return bad();
+    out.push_back(t);
+  }
+  return out;
+}
+
+Status run_passes(Graph& g, const std::string& spec, const PassContext& ctx) {
+  TS_ASSIGN_OR_RETURN(auto pipeline, parse_pipeline(spec, ctx.target));
+  PipelineOptions o;
+  o.verify_each = true;
+  return run_pipeline(g, pipeline, ctx, o);
+}
+
+}  // namespace tessera::graph

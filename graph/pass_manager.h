@@ -1,0 +1,80 @@
+#pragma once
+// Named passes over the graph, an order per target, and what runs between
+// them: the verifier (after every pass in debug builds, in the tests and
+// when asked), printing (`--print-after-all`, `--print-after NAME`) and
+// timing (`--time-passes`). A pipeline is written as a list:
+//   "default"                 the target's order (default_pipeline)
+//   "none"                    no passes: the graph as the model builder made it
+//   "default,-fuse_qkv"       the default order without one pass
+//   "shape_inference,dce"     exactly these, in this order
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/hal/device_info.h"
+#include "core/hal/kernel_table.h"
+#include "core/status.h"
+#include "graph/ir.h"
+
+namespace tessera::graph {
+
+// One --tile item: OP.FIELD=BYTES, OP a matmul-family op name or '*'.
+struct TileOverride {
+  std::string op;     // "*" for every op
+  std::string field;  // weight_block_bytes | chunk_bytes
+  int64_t bytes = 0;
+};
+// "matmul.chunk_bytes=32768,*.weight_block_bytes=65536"; an error names the flag and the item.
+struct PassContext {
+  std::string target = "cpu";
+  // The target's kernels; fusions apply only where it has the fused kernel.
+  // Null: every fused kernel is taken as present (printing, tests).
+  const KernelTable* kernels = nullptr;
+  // The target's caps and roofs, for tiling; null: the tiling pass leaves kernels at their defaults.
+  const DeviceInfo* device = nullptr;
+  // --tile: sizes that replace the tiling pass's choice.
+  std::vector<TileOverride> tile_overrides;
+};
+
+Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag = "--tile");
+
+struct PassInfo {
+  const char* name;
+  const char* summary;
+  const char* backends;  // which backends the pass helps, for docs and `tessera ir --list-passes`
+  Status (*run)(Graph&, const PassContext&);
+};
+
+const std::vector<PassInfo>& registered_passes();
+const PassInfo* find_pass(const std::string& name);
+std::vector<std::string> default_pipeline(const std::string& target);
+
+// The passes `spec` names, in order; an error names the unknown pass and lists the known.
+Expected<std::vector<const PassInfo*>> parse_pipeline(const std::string& spec, const std::string& target,
+                                                      const std::string& flag = "--passes");
+
+struct PassTiming {
+  std::string pass;
+  double ms = 0;
+  size_t nodes_after = 0;
+};
+
+struct PipelineOptions {
+#ifdef NDEBUG
+  bool verify_each = false;
+#else
+  bool verify_each = true;
+#endif
+  bool print_after_all = false;
+  std::vector<std::string> print_after;  // pass names
+  // Receives each printed graph, headed "// after NAME".
+  std::function<void(const std::string&)> print;
+};
+
+Status run_pipeline(Graph& g, const std::vector<const PassInfo*>& passes, const PassContext& ctx,
+                    const PipelineOptions& opts = {}, std::vector<PassTiming>* timings = nullptr);
+
+// Convenience: parse `spec` and run it with the verifier on.
+Status run_passes(Graph& g, const std::string& spec, const PassContext& ctx);
+
+}  // namespace tessera::graph

@@ -1,0 +1,101 @@
+#include "graph/verifier.h"
+
+#include <string>
+
+#include "graph/memory_plan.h"
+#include "graph/printer.h"
+#include "graph/shape_rules.h"
+
+namespace tessera::graph {
+
+namespace {
+
+std::string where(const Node& n) { return n.label.empty() ? std::string(name(n.op)) : n.label; }
+
+Status verify_ssa(const Graph& g) {
+  const int32_t n_values = (int32_t)g.values.size();
+  std::vector<int32_t> producer(g.values.size(), -1);
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    const Node& n = g.nodes[ni];
+    for (ValueId in : n.inputs) {
+      if (in < 0 || in >= n_values) return invalid_argument("verify: " + where(n) + ": input %" + std::to_string(in) + " does not exist");
+      const Value& v = g.value(in);
+      if (v.kind == ValueKind::computed && (producer[(size_t)in] < 0))
+        return invalid_argument("verify: " + where(n) + ": reads %" + std::to_string(in) + " before any node defines it");
+    }
+    if (n.outputs.empty()) return invalid_argument("verify: " + where(n) + ": a node must define a value");
+    for (ValueId out : n.outputs) {
+      if (out < 0 || out >= n_values) return invalid_argument("verify: " + where(n) + ": output %" + std::to_string(out) + " does not exist");
+      if (g.value(out).kind != ValueKind::computed)
+        return invalid_argument("verify: " + where(n) + ": defines %" + std::to_string(out) + ", which is an input, weight or pool");
+      if (producer[(size_t)out] >= 0)
+        return invalid_argument("verify: " + where(n) + ": %" + std::to_string(out) + " is defined twice (SSA)");
+      producer[(size_t)out] = (int32_t)ni;
+      if (g.value(out).producer != (int32_t)ni)
+        return internal_error("verify: " + where(n) + ": %" + std::to_string(out) + " does not name its producer");
+    }
+  }
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if (g.values[i].kind == ValueKind::computed && producer[i] < 0)
+      return invalid_argument("verify: computed value %" + std::to_string(i) + " has no producing node");
+  if (g.outputs.empty()) return invalid_argument("verify: the graph returns nothing");
+  for (ValueId v : g.outputs)
+    if (v < 0 || v >= n_values) return invalid_argument("verify: returned value %" + std::to_string(v) + " does not exist");
+  return Status::ok();
+}
+
+Status verify_types(const Graph& g) {
+  for (const Node& n : g.nodes) {
+    auto outs = infer_outputs(g, n.op, n.params, n.inputs);
+    if (!outs) return outs.status().with_context("verify: " + where(n));
+    if (outs->size() != n.outputs.size())
+      return invalid_argument("verify: " + where(n) + ": " + std::string(name(n.op)) + " defines " + std::to_string(outs->size()) +
+                              " values, the node lists " + std::to_string(n.outputs.size()));
+    for (size_t o = 0; o < outs->size(); ++o) {
+      Value expected;
+      expected.desc = (*outs)[o].desc;
+      expected.rows = (*outs)[o].rows;
+      const Value& got = g.value(n.outputs[o]);
+      // Symbolic rows carry a placeholder extent; the printed type is what must agree.
+      if (print_type(expected) != print_type(got) || expected.desc.dtype != got.desc.dtype)
+        return invalid_argument("verify: " + where(n) + ": output %" + std::to_string(n.outputs[o]) + " is " + print_type(got) +
+                                "; the shape rule of " + std::string(name(n.op)) + " gives " + print_type(expected));
+      const int a = aliased_input(n.op, (int)o);
+      const ValueId want = a >= 0 ? n.inputs[(size_t)a] : kNoValue;
+      if (got.aliases != want)
+        return invalid_argument("verify: " + where(n) + ": output %" + std::to_string(n.outputs[o]) +
+                                (want == kNoValue ? " aliases a buffer it does not update" : " must alias the pool it updates"));
+      if (want != kNoValue && g.value(want).kind != ValueKind::kv_pool)
+        return invalid_argument("verify: " + where(n) + ": updates %" + std::to_string(want) + ", which is not a KV pool");
+    }
+  }
+  return Status::ok();
+}
+
+Status verify_weights(const Graph& g) {
+  for (const Value& v : g.values) {
+    if (v.packed_from.empty()) continue;
+    if (v.kind != ValueKind::weight) return invalid_argument("verify: '" + v.name + "': only weights are packed");
+    if (v.desc.shape.rank != 2 || v.packed_from.size() < 2)
+      return invalid_argument("verify: '" + v.name + "': a packed weight is 2-D and made of two or more weights");
+  }
+  return Status::ok();
+}
+
+Status verify_memory(const Graph& g) {
+  for (int64_t rows : {1, 64}) {
+    TS_TRY(verify_memory_plan(g, plan_memory(g, value_bytes_at(g, rows))).with_context("verify: memory plan at " + std::to_string(rows) + " rows"));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status verify(const Graph& g) {
+  TS_TRY(verify_ssa(g));
+  TS_TRY(verify_types(g));
+  TS_TRY(verify_weights(g));
+  return verify_memory(g);
+}
+
+}  // namespace tessera::graph

@@ -1,0 +1,51 @@
+// The fused ops, defined as the unfused patterns they replace, so the
+// oracle of a fused kernel is the oracle of its parts.
+#include <cstring>
+#include <vector>
+
+#include "kernels/reference/reference.h"
+
+namespace tessera::kernels::reference {
+
+void matmul_add(const MatmulAddArgs& a) {
+  matmul(a.mm);
+  add({a.mm.y, a.residual, a.mm.y, a.mm.m * a.mm.n});
+}
+
+void matmul_silu_mul(const MatmulSiluMulArgs& a) {
+  matmul(a.mm);
+  const int64_t f = a.mm.n / 2;
+  for (int64_t r = 0; r < a.mm.m; ++r)
+    silu_mul({a.mm.y + r * a.mm.n, a.mm.y + r * a.mm.n + f, a.out + r * f, f});
+}
+
+void matmul_qkv(const MatmulQkvArgs& a) {
+  matmul(a.mm);
+  for (int64_t r = 0; r < a.mm.m; ++r) {
+    const float* y = a.mm.y + r * a.mm.n;
+    std::memcpy(a.q + r * a.q_rows, y, (size_t)a.q_rows * 4);
+    std::memcpy(a.k + r * a.kv_rows, y + a.q_rows, (size_t)a.kv_rows * 4);
+    std::memcpy(a.v + r * a.kv_rows, y + a.q_rows + a.kv_rows, (size_t)a.kv_rows * 4);
+  }
+}
+
+void rope_kv_append(const RopeKvAppendArgs& a) {
+  const int64_t kv_width = (int64_t)a.p.kv.n_kv_heads * a.p.kv.head_dim;
+  const int64_t q_width = (int64_t)a.p.rope.n_heads * a.p.rope.head_dim;
+  std::vector<float> k((size_t)(a.n_tokens * kv_width)), q((size_t)(a.n_tokens * q_width));
+  std::memcpy(k.data(), a.k, k.size() * 4);
+  std::memcpy(q.data(), a.q, q.size() * 4);
+  RopeParams rk = a.p.rope;
+  rk.n_heads = a.p.kv.n_kv_heads;
+  rope({k.data(), a.positions, a.n_tokens, rk});
+  kv_append({k.data(), a.v, a.slot_mapping, a.n_tokens, a.k_pool, a.v_pool, a.num_slots, a.p.kv});
+  rope({q.data(), a.positions, a.n_tokens, a.p.rope});
+  std::memcpy(a.q_out, q.data(), q.size() * 4);
+}
+
+void add_rms_norm(const AddRmsNormArgs& a) {
+  add({a.a, a.b, a.sum, a.rows * a.dim});
+  rms_norm({a.sum, a.norm_weight, a.normed, a.rows, a.dim, a.p});
+}
+
+}  // namespace tessera::kernels::reference
