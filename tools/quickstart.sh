@@ -53,7 +53,7 @@ install_oracles() {
   local want; want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
   local log; log=$(mktemp)
-  (cd "$dir" && npm ci --silent --no-audit --no-fund) >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
   rm -f "$log"
   echo "$want" >"$stamp"
 }
