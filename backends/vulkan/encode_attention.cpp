@@ -1,0 +1,86 @@
+// Paged attention: decode buckets (a few tokens) split each token's context
+// over workgroups and merge; larger buckets run the tiled prefill kernel.
+#include <algorithm>
+#include <cmath>
+#include <variant>
+
+#include "backends/vulkan/encode.h"
+
+namespace tessera::vulkan {
+
+namespace {
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// kernels/vulkan/attention_split.comp SPLIT and HD_MAX; attention_prefill.comp BQ and HD_MAX.
+constexpr uint64_t kSplitPositions = 128;
+constexpr int32_t kSplitMaxHeadDim = 256;
+constexpr uint64_t kPrefillQueryTile = 16;
+constexpr int32_t kPrefillMaxHeadDim = 128;
+// Buckets of at most this many tokens use the split (decode) kernel.
+constexpr int64_t kDecodeMaxTokens = 4;
+
+}  // namespace
+
+Status encode_attention(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedDispatch>& out) {
+  const auto& p = std::get<AttentionParams>(d.params);
+  if (p.n_heads < 1 || p.n_kv_heads < 1 || p.n_heads % p.n_kv_heads || p.block_size < 1 || p.head_dim < 1)
+    return invalid_argument("paged_attention: heads, kv heads, head_dim and block size must be positive, heads a multiple of kv heads");
+  if (p.head_dim > kSplitMaxHeadDim)
+    return unsupported("paged_attention: head_dim " + std::to_string(p.head_dim) + " exceeds the shaders' " +
+                       std::to_string(kSplitMaxHeadDim));
+  const PlanTensor& q = d.inputs[0];
+  const PlanTensor& y = d.outputs[0];
+  const uint64_t tokens = (uint64_t)y.desc.shape[0];
+  const ShapeBucket& bucket = ctx.plan().bucket;
+  const uint64_t max_len = (uint64_t)bucket.max_blocks_per_seq * (uint64_t)p.block_size;
+  const uint64_t slots = (uint64_t)std::min(d.inputs[1].desc.shape[0], d.inputs[2].desc.shape[0]);
+  const float scale = p.scale != 0.0f ? p.scale : 1.0f / std::sqrt((float)p.head_dim);
+  const uint64_t n_splits = std::max<uint64_t>(ceil_div(max_len, kSplitPositions), 1);
+  const std::vector<uint32_t> push = {(uint32_t)p.n_heads,   (uint32_t)p.n_kv_heads,      (uint32_t)p.head_dim,
+                                      (uint32_t)p.block_size, float_bits(scale),          p.causal ? 1u : 0u,
+                                      (uint32_t)bucket.max_blocks_per_seq, (uint32_t)slots, (uint32_t)n_splits};
+  std::vector<TensorBinding> meta;
+  for (size_t i = 3; i < 7; ++i) meta.push_back(ctx.bind(d.inputs[i], false));
+  const TensorBinding qb = ctx.bind(q, false), kb = ctx.bind(d.inputs[1], false), vb = ctx.bind(d.inputs[2], false);
+  const TensorBinding yb = ctx.bind(y, true);
+  const auto& limits = ctx.device().limits();
+
+  const bool decode = (int64_t)tokens <= kDecodeMaxTokens || p.head_dim > kPrefillMaxHeadDim;
+  if (decode) {
+    if (n_splits > limits.maxComputeWorkGroupCount[0] || tokens > limits.maxComputeWorkGroupCount[2])
+      return unsupported("paged_attention: " + std::to_string(max_len) + " positions exceed the device's workgroup counts");
+    TS_ASSIGN_OR_RETURN(TensorBinding partials,
+                        ctx.scratch(tokens * (uint64_t)p.n_heads * n_splits * ((uint64_t)p.head_dim + 2) * sizeof(float)));
+    partials.written = true;
+    EncodedDispatch split;
+    split.shader = "attention_split";
+    split.bindings = {qb, kb, vb, meta[0], meta[1], meta[2], meta[3], partials};
+    split.push = push;
+    split.groups[0] = (uint32_t)n_splits;
+    split.groups[1] = (uint32_t)p.n_heads;
+    split.groups[2] = (uint32_t)tokens;
+    out.push_back(std::move(split));
+
+    partials.written = false;
+    EncodedDispatch merge;
+    merge.shader = "attention_merge";
+    merge.bindings = {partials, yb, TensorBinding{}, meta[0], meta[1], meta[2], meta[3]};
+    merge.push = push;
+    merge.groups[0] = (uint32_t)p.n_heads;
+    merge.groups[1] = (uint32_t)tokens;
+    out.push_back(std::move(merge));
+    return Status::ok();
+  }
+  EncodedDispatch e;
+  e.shader = "attention_prefill";
+  e.bindings = {qb, kb, vb, meta[0], meta[1], meta[2], meta[3], yb};
+  e.push = push;
+  e.groups[0] = (uint32_t)ceil_div(tokens, kPrefillQueryTile);
+  e.groups[1] = (uint32_t)p.n_heads;
+  e.groups[2] = (uint32_t)bucket.max_seqs;
+  out.push_back(std::move(e));
+  return Status::ok();
+}
+
+}  // namespace tessera::vulkan

@@ -1,0 +1,107 @@
+// Matmul and embedding: the ops that read weights, and so the ones whose
+// tensors can be larger than one storage-buffer binding may address
+// (lavapipe: 128 MiB); those are bound in chunks of rows, one dispatch each.
+#include <algorithm>
+
+#include "backends/vulkan/encode.h"
+#include "backends/vulkan/kernel_table.h"
+#include "backends/vulkan/pipelines.h"
+
+namespace tessera::vulkan {
+
+namespace {
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// matmul_gemv handles up to this many rows (kernels/vulkan/matmul_gemv.comp M_MAX).
+constexpr uint64_t kGemvMaxRows = 4;
+// Weight rows per matmul_gemv workgroup (its ROWS_PER_GROUP), by variant.
+uint64_t gemv_rows_per_group(DeviceContext& dev) {
+  return dev.pipelines().module_name("matmul_gemv").ends_with("__subgroup") ? 16 : 128;
+}
+constexpr uint64_t kGemmTile = 64;  // matmul_gemm: 64x64 outputs a workgroup
+
+}  // namespace
+
+Status encode_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedDispatch>& out) {
+  const PlanTensor& x = d.inputs[0];
+  const PlanTensor& w = d.inputs[1];
+  const PlanTensor& y = d.outputs[0];
+  if (!weight_dtype_supported(w.desc.dtype))
+    return unsupported("no vulkan matmul for " + std::string(name(w.desc.dtype)) + " weights");
+  const uint64_t n = (uint64_t)w.desc.shape[0], k = (uint64_t)w.desc.shape[1];
+  const uint64_t row_bytes = (uint64_t)w.desc.row_bytes();
+  const uint64_t m_max = (uint64_t)y.desc.shape[0];
+  const uint32_t kind = rows_kind(y.rows);
+  // Few rows: gemv. Many: gemm. A count that varies per step down to one row
+  // (the logit rows of a prefill bucket): both, each skipping the steps of the other.
+  // A cooperative-matrix gemm (VK_KHR_cooperative_matrix, once glslc has the
+  // GLSL extension) would be chosen here, by a device feature, in place of matmul_gemm.
+  const bool gemv = m_max <= kGemvMaxRows || y.rows == RowCount::logit_rows;
+  const bool gemm = m_max > kGemvMaxRows;
+
+  const TensorBinding xb = ctx.bind(x, false), wb = ctx.bind(w, false), yb = ctx.bind(y, true);
+  const uint64_t chunk = rows_per_binding(ctx.device(), row_bytes);
+  const uint64_t gemv_rows = gemv_rows_per_group(ctx.device());
+  for (uint64_t first = 0; first < n; first += chunk) {
+    const uint64_t rows = std::min(chunk, n - first);
+    const TensorBinding wc = weight_rows(wb, row_bytes, first, rows);
+    const std::vector<uint32_t> push = {(uint32_t)rows, (uint32_t)k, (uint32_t)row_bytes, (uint32_t)first, (uint32_t)n,
+                                        kind, (uint32_t)m_max};
+    if (gemv) {
+      EncodedDispatch e;
+      e.shader = "matmul_gemv";
+      e.spec = {weight_type_constant(w.desc.dtype), m_max == 1 ? 1u : (uint32_t)kGemvMaxRows};
+      e.bindings = {xb, wc, yb};
+      e.push = push;
+      spread_groups(ceil_div(rows, gemv_rows), ctx.device().limits(), e.groups);
+      out.push_back(std::move(e));
+    }
+    if (gemm) {
+      EncodedDispatch e;
+      e.shader = "matmul_gemm";
+      e.spec = {weight_type_constant(w.desc.dtype)};
+      e.bindings = {xb, wc, yb};
+      e.push = push;
+      e.push.push_back(gemv ? (uint32_t)kGemvMaxRows + 1 : 0u);
+      e.groups[0] = (uint32_t)ceil_div(rows, kGemmTile);
+      e.groups[1] = (uint32_t)ceil_div(m_max, kGemmTile);
+      if (e.groups[0] > ctx.device().limits().maxComputeWorkGroupCount[0] ||
+          e.groups[1] > ctx.device().limits().maxComputeWorkGroupCount[1])
+        return unsupported("matmul of " + std::to_string(m_max) + "x" + std::to_string(n) + " exceeds the device's workgroup counts");
+      out.push_back(std::move(e));
+    }
+  }
+  return Status::ok();
+}
+
+Status encode_embedding(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedDispatch>& out) {
+  const PlanTensor& table = d.inputs[0];
+  const PlanTensor& y = d.outputs[0];
+  if (!weight_dtype_supported(table.desc.dtype))
+    return unsupported("no vulkan embedding for " + std::string(name(table.desc.dtype)) + " tables");
+  const uint64_t vocab = (uint64_t)table.desc.shape[0], dim = (uint64_t)table.desc.shape[1];
+  const uint64_t row_bytes = (uint64_t)table.desc.row_bytes();
+  const uint64_t rows = (uint64_t)y.desc.shape[0];
+  const auto& limits = ctx.device().limits();
+  if (rows > (uint64_t)limits.maxComputeWorkGroupCount[1] * limits.maxComputeWorkGroupCount[2])
+    return unsupported("embedding of " + std::to_string(rows) + " tokens exceeds the device's workgroup counts");
+
+  const TensorBinding tb = ctx.bind(table, false), ib = ctx.bind(d.inputs[1], false), yb = ctx.bind(y, true);
+  const uint64_t chunk = rows_per_binding(ctx.device(), row_bytes);
+  for (uint64_t first = 0; first < vocab; first += chunk) {
+    const uint64_t n = std::min(chunk, vocab - first);
+    EncodedDispatch e;
+    e.shader = "embedding";
+    e.spec = {weight_type_constant(table.desc.dtype)};
+    e.bindings = {weight_rows(tb, row_bytes, first, n), ib, yb};
+    e.push = {(uint32_t)dim, (uint32_t)row_bytes, (uint32_t)vocab, (uint32_t)first, (uint32_t)n, rows_kind(y.rows), (uint32_t)rows};
+    e.groups[0] = (uint32_t)ceil_div(dim, 64);
+    e.groups[1] = (uint32_t)std::min<uint64_t>(rows, limits.maxComputeWorkGroupCount[1]);
+    e.groups[2] = (uint32_t)ceil_div(rows, e.groups[1]);
+    out.push_back(std::move(e));
+  }
+  return Status::ok();
+}
+
+}  // namespace tessera::vulkan

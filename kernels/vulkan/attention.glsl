@@ -1,0 +1,46 @@
+// Paged attention: shared bindings, push constants and the KV addressing of
+// the attention kernels. KV position j of sequence s lives at slot
+//   block_tables[s * max_blocks + j / block_size] * block_size + j % block_size
+// of pools [num_slots, n_kv_heads * head_dim]. Token t of sequence s attends
+// to positions [0, positions[t]] when causal, else [0, seq_lens[s]).
+// The host checks the metadata before a step runs; the kernels still clamp
+// every index so that bad metadata cannot address outside a binding.
+// Bindings 4..7 are the metadata; each kernel declares its tensors at 1..3 and 8.
+
+layout(std430, set = 0, binding = 4) readonly buffer Pos { int positions[]; };
+layout(std430, set = 0, binding = 5) readonly buffer QStart { int query_start[]; };
+layout(std430, set = 0, binding = 6) readonly buffer SeqLens { int seq_lens[]; };
+layout(std430, set = 0, binding = 7) readonly buffer Tables { int block_tables[]; };
+
+layout(push_constant) uniform Push {
+  uint off[8];
+  uint n_heads, n_kv_heads, head_dim, block_size;
+  float scale;
+  uint causal;
+  uint max_blocks;  // block table row length
+  uint num_slots;   // of the smaller pool
+  uint n_splits;    // decode: KV partitions per (token, head)
+} pc;
+
+const float NEG_BIG = -3.0e38;
+
+// The sequence token t belongs to (query_start ascending, checked by the host).
+uint seq_of(uint t) {
+  const uint n = step_params.n_seqs;
+  for (uint s = 0u; s < n; ++s)
+    if (int(t) < query_start[(pc.off[4] >> 2) + s + 1u]) return s;
+  return n > 0u ? n - 1u : 0u;
+}
+
+// How many KV positions token t of sequence s attends to, within the table.
+uint context_of(uint t, uint s) {
+  const int len = pc.causal != 0u ? positions[(pc.off[3] >> 2) + t] + 1 : seq_lens[(pc.off[5] >> 2) + s];
+  return uint(clamp(len, 0, int(pc.max_blocks * pc.block_size)));
+}
+
+// The pool slot of position j of sequence s, or -1 when its block is not in the pool.
+int slot_of(uint s, uint j) {
+  const int blk = block_tables[(pc.off[6] >> 2) + s * pc.max_blocks + j / pc.block_size];
+  const int slot = blk * int(pc.block_size) + int(j % pc.block_size);
+  return (blk < 0 || uint(slot) >= pc.num_slots) ? -1 : slot;
+}

@@ -1,0 +1,134 @@
+// variants: portable subgroup
+// matmul for few rows (decode): y[m, n] = sum_k x[m, k] * w[n, k], m < M_MAX.
+// subgroup variant: each subgroup takes four weight rows of its workgroup at
+// a time; its invocations stride over k a quant block (32 elements) at a time
+// and meet with subgroupAdd, so there is no shared memory and no barrier
+// (lavapipe, where barriers are costly, runs it well too).
+// portable variant: one invocation per four weight rows, no reductions at all.
+// Quant blocks are dequantized here (the scale applied once per eight
+// products) and summed in f32. A weight bound in chunks (larger than one
+// binding may address) is one dispatch per chunk of rows; n_base is the
+// chunk's first row.
+#version 450
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WTYPE = WT_F32;
+layout(constant_id = 1) const uint M_MAX = 4;  // 1 for decode buckets
+layout(local_size_x = 32) in;
+#ifdef TS_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+const uint ROWS_PER_GROUP = 16u;  // backends/vulkan/encode_matmul.cpp relies on these
+#else
+const uint ROWS_PER_GROUP = 128u;
+#endif
+const uint RB = 4u;  // weight rows a pass takes at once
+
+layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X4 { vec4 x_quads[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Wt { uint w_words[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Wt4 { uvec4 w_quads[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Y { float y[]; };
+
+layout(push_constant) uniform Push {
+  uint off[8];
+  uint n;        // weight rows in this dispatch
+  uint k;
+  uint row_bytes;
+  uint n_base;   // first output column of this dispatch
+  uint n_total;  // output row stride
+  uint rows_kind, rows_fixed;
+} pc;
+
+#include "weights.glsl"
+
+// x[m, e0 .. e0+31] as vec4s; x_vec (uniform): x rows are vec4-aligned.
+void load_x32_full(uint m, uint e0, bool x_vec, out vec4 xv[8]) {
+  const uint at = (pc.off[0] >> 2) + m * pc.k + e0;
+  if (x_vec) {
+    [[unroll]] for (uint q = 0u; q < 8u; ++q) xv[q] = x_quads[(at >> 2) + q];
+  } else {
+    [[unroll]] for (uint q = 0u; q < 8u; ++q) xv[q] = vec4(x[at + 4u * q], x[at + 4u * q + 1u], x[at + 4u * q + 2u], x[at + 4u * q + 3u]);
+  }
+}
+
+// The same for the last, partial 32 of a row: zero past k.
+void load_x32_tail(uint m, uint e0, out vec4 xv[8]) {
+  const uint at = (pc.off[0] >> 2) + m * pc.k + e0;
+  [[unroll]] for (uint q = 0u; q < 8u; ++q)
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) xv[q][c] = e0 + 4u * q + c < pc.k ? x[at + 4u * q + c] : 0.0;
+}
+
+float dot32(vec4 xv[8], float v[32]) {
+  float s = 0.0;
+  [[unroll]] for (uint q = 0u; q < 8u; ++q) s += dot(xv[q], vec4(v[4u * q], v[4u * q + 1u], v[4u * q + 2u], v[4u * q + 3u]));
+  return s;
+}
+
+// Partial sums of RB weight rows (row0 .. row0+RB-1; rows past n repeat the
+// last and are not stored) against every x row, over 32-element units first,
+// first + step, ... (a unit is one quant block): each x load serves RB rows.
+// The partial last unit of a plain-typed row goes to whoever's turn it is.
+void rows_dot(uint row0, uint m_rows, uint first, uint step, out float acc[RB][M_MAX]) {
+  [[unroll]] for (uint r = 0u; r < RB; ++r)
+    [[unroll]] for (uint m = 0u; m < M_MAX; ++m) acc[r][m] = 0.0;
+  const uint full = pc.k / 32u;
+  const bool x_vec = (((pc.off[0] >> 2) | pc.k) & 3u) == 0u;
+  const bool w_vec = w_rows_vec16(pc.off[1], pc.row_bytes);
+  uint ro[RB];
+  [[unroll]] for (uint r = 0u; r < RB; ++r) ro[r] = pc.off[1] + min(row0 + r, pc.n - 1u) * pc.row_bytes;
+  uint u = first;
+  for (; u < full; u += step) {
+    vec4 xv[M_MAX][8];
+    [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
+      if (m < m_rows) load_x32_full(m, u * 32u, x_vec, xv[m]);
+    [[unroll]] for (uint r = 0u; r < RB; ++r) {
+      float wv[32];
+      const float scale = w_load32_full(ro[r], u * 32u, w_vec, wv);
+      [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
+        if (m < m_rows) acc[r][m] += scale * dot32(xv[m], wv);
+    }
+  }
+  if (u == full && full * 32u < pc.k) {
+    vec4 xv[M_MAX][8];
+    [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
+      if (m < m_rows) load_x32_tail(m, u * 32u, xv[m]);
+    [[unroll]] for (uint r = 0u; r < RB; ++r) {
+      float wv[32];
+      const float scale = w_load32_tail(ro[r], u * 32u, pc.k, wv);
+      [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
+        if (m < m_rows) acc[r][m] += scale * dot32(xv[m], wv);
+    }
+  }
+}
+
+void main() {
+  const uint m_rows = resolve_rows(pc.rows_kind, pc.rows_fixed);
+  // More rows than this kernel handles: matmul_gemm (recorded beside it) does the step.
+  if (m_rows > M_MAX) return;
+  const uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  const uint yo = (pc.off[2] >> 2) + pc.n_base;
+  float acc[RB][M_MAX];
+#ifdef TS_SUBGROUP
+  for (uint r = gl_SubgroupID * RB; r < ROWS_PER_GROUP; r += gl_NumSubgroups * RB) {
+    const uint row0 = group * ROWS_PER_GROUP + r;
+    if (row0 >= pc.n) break;
+    // A subgroup wider than the workgroup (wave64 with 32 invocations) has fewer lanes.
+    const uint lanes = min(gl_SubgroupSize, 32u - gl_SubgroupID * gl_SubgroupSize);
+    rows_dot(row0, m_rows, gl_SubgroupInvocationID, lanes, acc);
+    [[unroll]] for (uint i = 0u; i < RB; ++i)
+      [[unroll]] for (uint m = 0u; m < M_MAX; ++m) acc[i][m] = subgroupAdd(acc[i][m]);
+    if (subgroupElect())
+      [[unroll]] for (uint i = 0u; i < RB; ++i)
+        [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
+          if (m < m_rows && row0 + i < pc.n) y[yo + m * pc.n_total + row0 + i] = acc[i][m];
+  }
+#else
+  const uint row0 = group * ROWS_PER_GROUP + gl_LocalInvocationIndex * RB;
+  if (row0 >= pc.n) return;
+  rows_dot(row0, m_rows, 0u, 1u, acc);
+  [[unroll]] for (uint i = 0u; i < RB; ++i)
+    [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
+      if (m < m_rows && row0 + i < pc.n) y[yo + m * pc.n_total + row0 + i] = acc[i][m];
+#endif
+}

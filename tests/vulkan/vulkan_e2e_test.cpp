@@ -1,0 +1,298 @@
+// The end-to-end references on the Vulkan backend (libtessera-backend-vulkan.so
+// beside the tessera binary), with --strict so that no node runs on the CPU.
+// CI installs Mesa's lavapipe, so a missing plugin or device is a failure;
+// TESSERA_NO_VULKAN=1 skips these cases by name on machines without Vulkan.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "backends/builtin.h"
+#include "core/hal/registry.h"
+#include "engine/runtime/session.h"
+#include "graph/builder.h"
+#include "graph/lower.h"
+#include "support/cli.h"
+#include "support/reference_cases.h"
+#include "tessera/tessera.h"
+
+using namespace tessera::testing;
+
+namespace {
+
+bool vulkan_skipped() {
+  const char* v = std::getenv("TESSERA_NO_VULKAN");
+  if (v && std::string(v) == "1") {
+    MESSAGE("skipped: TESSERA_NO_VULKAN=1");
+    return true;
+  }
+  return false;
+}
+
+// `tessera devices` must list a usable Vulkan device: the plugin built and a driver answered.
+void require_vulkan_device() {
+  static const std::string problem = [] {
+    const auto r = run_tessera({"devices"});
+    if (r.exit_code != 0) return "tessera devices failed: " + r.err;
+    if (r.out.find("\nvulkan:0 ") != std::string::npos || r.out.rfind("vulkan:0 ", 0) == 0) return std::string();
+    const auto at = r.out.find("vulkan: no device");
+    if (at != std::string::npos) return r.out.substr(at, r.out.find('\n', at) - at);
+    return "no vulkan backend: libtessera-backend-vulkan.so was not built or did not load\n" + r.out;
+  }();
+  REQUIRE_MESSAGE(problem.empty(), problem << " (set TESSERA_NO_VULKAN=1 to skip the Vulkan tests)");
+}
+
+std::vector<int32_t> run_ids(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"run", "--backend", "vulkan", "--strict", "--print-ids"};
+  all.insert(all.end(), args.begin(), args.end());
+  const auto r = run_tessera(all);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  return parse_ids(trim(r.out));
+}
+
+std::string convert(const std::string& in, const std::string& type) {
+  const std::string out = temp_dir() + "/vk_" + type + "_" + std::to_string(std::hash<std::string>{}(in)) + ".gguf";
+  const auto r = run_tessera({"convert", in, "-o", out, "--type", type});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  return out;
+}
+
+// The public API on `backend`; the plugin is loaded from beside the tessera binary.
+std::unique_ptr<tessera::Model> open_model(const std::string& path, const std::string& backend) {
+  tessera::register_builtin_backends();
+  tessera::BackendRegistry::global().load_plugins({std::filesystem::path(TESSERA_BIN).parent_path().string()});
+  tessera::ModelOptions o;
+  o.path = path;
+  o.backend = backend;
+  o.strict = true;
+  auto m = tessera::Model::open(o);
+  REQUIRE_MESSAGE(m.has_value(), m.status().message());
+  return std::move(*m);
+}
+
+// Logits after each token, fed one at a time (the decode path).
+std::vector<float> decode_logits(tessera::Model& model, const std::vector<int32_t>& ids) {
+  auto g = model.start({0.0f, 1.0f, 0, 1});
+  REQUIRE(g.has_value());
+  std::vector<float> all;
+  for (int32_t id : ids) {
+    REQUIRE((*g)->feed(std::span<const int32_t>(&id, 1)).is_ok());
+    all.insert(all.end(), (*g)->logits().begin(), (*g)->logits().end());
+  }
+  return all;
+}
+
+// Per row: max |a - b| / max |b|; the worst row.
+double worst_row_error(const std::vector<float>& a, const std::vector<float>& b, size_t vocab) {
+  double worst = 0;
+  for (size_t r = 0; r * vocab < b.size(); ++r) {
+    double diff = 0, ref = 0;
+    for (size_t i = r * vocab; i < (r + 1) * vocab; ++i) {
+      diff = std::max(diff, (double)std::fabs(a[i] - b[i]));
+      ref = std::max(ref, (double)std::fabs(b[i]));
+    }
+    worst = std::max(worst, diff / ref);
+  }
+  return worst;
+}
+
+constexpr int kLogitRows = 48, kStoriesVocab = 512;
+
+std::vector<float> runc_logits() {
+  std::ifstream f(shared_path("reference/stories260K.logits.f32"), std::ios::binary);
+  std::vector<float> v((size_t)kLogitRows * kStoriesVocab);
+  f.read(reinterpret_cast<char*>(v.data()), (std::streamsize)(v.size() * sizeof(float)));
+  REQUIRE(f.gcount() == (std::streamsize)(v.size() * sizeof(float)));
+  return v;
+}
+
+std::vector<int32_t> runc_fed_ids() {
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  REQUIRE(cases.size() >= 5);
+  return std::vector<int32_t>(cases[4].full_ids.begin(), cases[4].full_ids.begin() + kLogitRows);
+}
+
+}  // namespace
+
+TEST_CASE("vulkan: tessera devices lists a Vulkan device") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+}
+
+TEST_CASE("vulkan: stories260K gives exactly run.c's greedy ids on every reference line") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  REQUIRE(cases.size() >= 6);
+  for (const auto& c : cases) {
+    CAPTURE(c.prompt_ids);
+    const auto ids = run_ids({"-m", shared_path("models/stories260K.bin"), "--prompt-ids", c.prompt_ids, "--temp", "0", "-n", "200"});
+    CHECK(join_ids(ids) == join_ids(c.full_ids));
+  }
+}
+
+TEST_CASE("vulkan: aidreams260K gives run.c's greedy ids on every reference line, and its text") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  const auto cases = read_text_cases(shared_path("reference/aidreams260K.greedy.tsv"));
+  REQUIRE(cases.size() >= 5);
+  const std::string model = shared_path("models/aidreams260K.bin"), tok = shared_path("models/aidreams260K.tok512.bin");
+  for (const auto& c : cases) {
+    CAPTURE(c.prompt_text);
+    CHECK(join_ids(run_ids({"-m", model, "-z", tok, "-p", c.prompt_text, "--temp", "0", "-n", "128"})) == join_ids(c.full_ids));
+  }
+  const auto text = run_tessera({"run", "--backend", "vulkan", "--strict", "-m", model, "-z", tok, "-p", cases[0].prompt_text,
+                                 "--temp", "0", "-n", "128"});
+  REQUIRE_MESSAGE(text.exit_code == 0, text.err);
+  REQUIRE(!text.out.empty());
+  CHECK(text.out.substr(0, text.out.size() - 1) == cases[0].text);
+}
+
+TEST_CASE("vulkan: llama-2-tiny-random.gguf (f16 weights) gives run.c's greedy ids on every reference line") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  const auto cases = read_text_cases(shared_path("reference/llama-2-tiny-random.greedy.tsv"));
+  REQUIRE(!cases.empty());
+  for (const auto& c : cases) {
+    CAPTURE(c.prompt_text);
+    const auto ids = run_ids({"-m", shared_path("models/llama-2-tiny-random.gguf"), "-p", c.prompt_text, "--temp", "0", "-n", "64"});
+    CHECK(join_ids(ids) == join_ids(c.full_ids));
+  }
+}
+
+TEST_CASE("vulkan: stories260K logits match run.c within 1e-4 relative, token by token and as one prefill") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  const auto ref = runc_logits();
+  const auto ids = runc_fed_ids();
+  auto model = open_model(shared_path("models/stories260K.bin"), "vulkan");
+  const double decode = worst_row_error(decode_logits(*model, ids), ref, kStoriesVocab);
+  auto session = tessera::Session::create(model->runner());
+  REQUIRE(session.has_value());
+  REQUIRE((*session)->feed(ids, /*all_logits=*/true).is_ok());
+  const double prefill = worst_row_error((*session)->all_logits(), ref, kStoriesVocab);
+  MESSAGE("worst row relative error: decode " << decode << ", prefill " << prefill);
+  CHECK(decode <= 1e-4);
+  CHECK(prefill <= 1e-4);
+}
+
+// With f16 weights both backends widen every weight to f32 exactly and
+// compute in f32, so they differ only in summation order: the logits agree
+// to float rounding, far inside the f16 quantization error itself (~0.3% of
+// the logit range for this model, tests/e2e/gguf_e2e_test.cpp). Measured on
+// lavapipe: worst row 3.4e-6 of the range. Bound: 1e-4, and the same greedy ids.
+TEST_CASE("vulkan: stories260K with f16 weights matches the CPU's logits within 1e-4 of the range, and its greedy ids") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  const std::string f16 = convert(shared_path("models/stories260K.bin"), "f16");
+  const auto ids = runc_fed_ids();
+  auto cpu = open_model(f16, "cpu");
+  auto vk = open_model(f16, "vulkan");
+  const double worst = worst_row_error(decode_logits(*vk, ids), decode_logits(*cpu, ids), kStoriesVocab);
+  MESSAGE("f16 weights, vulkan vs cpu: worst row error " << worst << " of the logit range");
+  CHECK(worst <= 1e-4);
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  const auto cli = [&](const std::string& backend) {
+    const auto r = run_tessera({"run", "--backend", backend, "--strict", "--print-ids", "-m", f16, "--prompt-ids", cases[1].prompt_ids,
+                                "--temp", "0", "-n", "200"});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return trim(r.out);
+  };
+  CHECK(cli("vulkan") == cli("cpu"));
+}
+
+// Paths lavapipe would not take by itself: staged copies (as on a discrete
+// GPU, whose device memory the host cannot map), the portable shaders (for
+// devices without subgroup arithmetic), and weights bound in chunks of rows
+// (as when a tensor exceeds maxStorageBufferRange; here the 131 KB embedding
+// and classifier of stories260K against a 64 KiB limit).
+TEST_CASE("vulkan: staged copies, portable shaders and chunked weight bindings each give run.c's ids") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  REQUIRE(cases.size() >= 5);
+  for (const char* env : {"TESSERA_VULKAN_STAGING=1", "TESSERA_VULKAN_PORTABLE=1", "TESSERA_VULKAN_MAX_BINDING_BYTES=65536"}) {
+    CAPTURE(env);
+    const std::string kv = env;
+    const std::string key = kv.substr(0, kv.find('='));
+    setenv(key.c_str(), kv.substr(kv.find('=') + 1).c_str(), 1);
+    const auto ids = run_ids({"-m", shared_path("models/stories260K.bin"), "--prompt-ids", cases[4].prompt_ids, "--temp", "0", "-n", "200"});
+    unsetenv(key.c_str());
+    CHECK(join_ids(ids) == join_ids(cases[4].full_ids));
+  }
+}
+
+// The CLI refuses bad ids itself; this goes under it, to the device's step check.
+TEST_CASE("vulkan: a step with a token id outside the vocabulary or a slot outside the pool is refused, and the next step runs") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  open_model(shared_path("models/stories260K.bin"), "cpu");  // registers the plugins
+  tessera::Backend* vk = tessera::BackendRegistry::global().find("vulkan");
+  REQUIRE(vk);
+  auto device = vk->open(0);
+  REQUIRE_MESSAGE(device.has_value(), device.status().message());
+  const int64_t vocab = 37, dim = 64, slots = 32;
+  tessera::graph::GraphBuilder b("bad_step");
+  const auto table = b.weight("table", tessera::TensorDesc::contiguous(tessera::DType::f32, tessera::Shape{vocab, dim}));
+  const auto ids = b.step_input(tessera::StepField::token_ids, tessera::RowCount::tokens);
+  const auto x = b.embedding(table, ids, "embed");
+  const auto slot_ids = b.step_input(tessera::StepField::slot_mapping, tessera::RowCount::tokens);
+  const tessera::TensorDesc pool = tessera::TensorDesc::contiguous(tessera::DType::f32, tessera::Shape{slots, dim});
+  const auto kp = b.kv_pool("k", pool), vp = b.kv_pool("v", pool);
+  const auto pools = b.op_n(tessera::OpKind::kv_append, tessera::KvCacheParams{1, (int32_t)dim, 16}, {x, x, slot_ids, kp, vp}, "append");
+  b.mark_output(x);
+  auto g = b.finish();
+  REQUIRE_MESSAGE(g.has_value(), g.status().message());
+  auto plan = tessera::graph::lower(*g, tessera::ShapeBucket{2, 1, 2, 2});
+  REQUIRE(plan.has_value());
+  std::vector<float> values((size_t)(vocab * dim), 0.5f);
+  auto wt = (*device)->import_weights({reinterpret_cast<const std::byte*>(values.data()), values.size() * 4});
+  auto kbuf = (*device)->allocate(pool.bytes(), tessera::MemoryUse::kv_cache);
+  auto vbuf = (*device)->allocate(pool.bytes(), tessera::MemoryUse::kv_cache);
+  REQUIRE((wt.has_value() && kbuf.has_value() && vbuf.has_value()));
+  std::vector<tessera::Buffer*> bound(plan->buffers.size(), nullptr);
+  for (size_t i = 0; i < plan->buffers.size(); ++i) {
+    const std::string& n = plan->buffers[i].name;
+    if (n == "table") bound[i] = wt->get();
+    if (n == "k") bound[i] = kbuf->get();
+    if (n == "v") bound[i] = vbuf->get();
+  }
+  auto exe = (*device)->compile(*plan, bound);
+  REQUIRE_MESSAGE(exe.has_value(), exe.status().message());
+  auto stream = (*device)->create_stream();
+  REQUIRE(stream.has_value());
+  auto step = [&](std::vector<int32_t> tokens, std::vector<int32_t> slot) {
+    const std::vector<int32_t> pos = {0, 1}, qs = {0, 2}, lens = {2}, tables = {0, 1}, rows = {0};
+    tessera::StepArgs a{tokens.data(), pos.data(), slot.data(), 2, qs.data(), lens.data(), tables.data(), 1, rows.data(), 1};
+    const tessera::Status s = (*stream)->run(**exe, a);
+    return s.is_ok() ? (*stream)->synchronize() : s;
+  };
+  const tessera::Status bad_id = step({3, 40}, {0, 1});
+  CHECK(bad_id.code() == tessera::StatusCode::out_of_range);
+  CHECK(bad_id.message().find("vocabulary") != std::string::npos);
+  const tessera::Status bad_slot = step({3, 4}, {0, 32});
+  CHECK(bad_slot.code() == tessera::StatusCode::invalid_argument);
+  CHECK(bad_slot.message().find("slot_mapping[1]") != std::string::npos);
+  CHECK(step({3, 4}, {0, 31}).is_ok());
+  CHECK(pools.size() == 2);
+}
+
+TEST_CASE("vulkan: without a Vulkan driver, tessera devices says so in one line and the CPU still runs") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  setenv("VK_ICD_FILENAMES", "/nonexistent/icd.json", 1);
+  setenv("VK_DRIVER_FILES", "/nonexistent/icd.json", 1);
+  const auto devices = run_tessera({"devices"});
+  const auto run = run_tessera({"run", "-m", shared_path("models/stories260K.bin"), "--prompt-ids", "1", "--temp", "0", "-n", "8",
+                                "--print-ids"});
+  unsetenv("VK_ICD_FILENAMES");
+  unsetenv("VK_DRIVER_FILES");
+  CHECK(devices.exit_code == 0);
+  const auto at = devices.out.find("vulkan: no device (");
+  REQUIRE_MESSAGE(at != std::string::npos, devices.out);
+  CHECK(devices.out.find("vulkan:0") == std::string::npos);
+  CHECK(run.exit_code == 0);
+}
