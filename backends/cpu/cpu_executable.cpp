@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/hal/step_check.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
@@ -14,34 +15,6 @@ namespace tessera::cpu {
 namespace k = kernels::cpu;
 
 namespace {
-
-const int32_t* field_data(const StepArgs& a, StepField f) {
-  switch (f) {
-    case StepField::token_ids: return a.token_ids;
-    case StepField::positions: return a.positions;
-    case StepField::slot_mapping: return a.slot_mapping;
-    case StepField::query_start: return a.query_start;
-    case StepField::seq_lens: return a.seq_lens;
-    case StepField::block_tables: return a.block_tables;
-    case StepField::logit_rows: return a.logit_rows;
-    case StepField::none: return nullptr;
-  }
-  return nullptr;
-}
-
-int64_t field_count(const StepArgs& a, StepField f, const ShapeBucket& b) {
-  switch (f) {
-    case StepField::token_ids:
-    case StepField::positions:
-    case StepField::slot_mapping: return a.n_tokens;
-    case StepField::query_start: return a.n_seqs + 1;
-    case StepField::seq_lens: return a.n_seqs;
-    case StepField::block_tables: return (int64_t)a.n_seqs * b.max_blocks_per_seq;
-    case StepField::logit_rows: return a.n_logit_rows;
-    case StepField::none: return 0;
-  }
-  return 0;
-}
 
 int64_t rows_of(const BoundTensor& t, const StepArgs& a) {
   switch (t.rows) {
@@ -129,47 +102,10 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
   return exe;
 }
 
-// Every index a kernel will follow is checked here, so bad step metadata is
-// an error and never an out-of-bounds access.
+// Every index a kernel will follow is checked before any kernel runs
+// (core/hal/step_check.h, shared with the other backends).
 Status CpuExecutable::check_step(const StepArgs& a) const {
-  const ShapeBucket& b = plan_.bucket;
-  if (!a.token_ids || !a.positions || !a.slot_mapping || !a.query_start || !a.seq_lens || !a.block_tables ||
-      (a.n_logit_rows > 0 && !a.logit_rows))
-    return invalid_argument("step: token_ids, positions, slot_mapping, query_start, seq_lens and block_tables are required");
-  if (a.n_tokens < 1 || a.n_tokens > b.max_tokens)
-    return invalid_argument("step: n_tokens " + std::to_string(a.n_tokens) + " outside [1, " + std::to_string(b.max_tokens) + "]");
-  if (a.n_seqs < 1 || a.n_seqs > b.max_seqs)
-    return invalid_argument("step: n_seqs " + std::to_string(a.n_seqs) + " outside [1, " + std::to_string(b.max_seqs) + "]");
-  if (a.n_logit_rows < 0 || a.n_logit_rows > b.max_logit_rows)
-    return invalid_argument("step: n_logit_rows " + std::to_string(a.n_logit_rows) + " outside [0, " + std::to_string(b.max_logit_rows) + "]");
-  for (int32_t i = 0; i < a.n_logit_rows; ++i)
-    if (a.logit_rows[i] < 0 || a.logit_rows[i] >= a.n_tokens)
-      return invalid_argument("step: logit_rows[" + std::to_string(i) + "] is not a token of the step");
-  if (a.query_start[0] != 0 || a.query_start[a.n_seqs] != a.n_tokens)
-    return invalid_argument("step: query_start must run from 0 to n_tokens");
-  const int64_t max_len = (int64_t)b.max_blocks_per_seq * std::max(block_size_, 1);
-  for (int32_t s = 0; s < a.n_seqs; ++s)
-    if (a.query_start[s + 1] < a.query_start[s]) return invalid_argument("step: query_start is not ascending");
-  // Sequence lengths, block tables and positions matter to plans that use the KV cache.
-  for (int32_t s = 0; s < a.n_seqs && block_size_ > 0; ++s) {
-    if (a.seq_lens[s] < 0 || a.seq_lens[s] > max_len)
-      return invalid_argument("step: seq_lens[" + std::to_string(s) + "] = " + std::to_string(a.seq_lens[s]) +
-                              " exceeds the bucket's " + std::to_string(max_len) + " positions");
-    const int32_t used_blocks = block_size_ ? (a.seq_lens[s] + block_size_ - 1) / block_size_ : 0;
-    for (int32_t j = 0; j < used_blocks; ++j) {
-      const int32_t blk = a.block_tables[(int64_t)s * b.max_blocks_per_seq + j];
-      if (blk < 0 || blk >= kv_blocks_) return invalid_argument("step: block table entry " + std::to_string(blk) + " is not a KV block");
-    }
-    for (int32_t t = a.query_start[s]; t < a.query_start[s + 1]; ++t)
-      if (a.positions[t] < 0 || a.positions[t] >= a.seq_lens[s])
-        return invalid_argument("step: position " + std::to_string(a.positions[t]) + " of token " + std::to_string(t) +
-                                " is outside its sequence's length " + std::to_string(a.seq_lens[s]));
-  }
-  // Only a plan that writes the KV cache follows the slot mapping.
-  for (int32_t t = 0; t < a.n_tokens && kv_slots_ > 0; ++t)
-    if (a.slot_mapping[t] < 0 || a.slot_mapping[t] >= kv_slots_)
-      return invalid_argument("step: slot_mapping[" + std::to_string(t) + "] = " + std::to_string(a.slot_mapping[t]) + " is not a KV slot");
-  return Status::ok();
+  return check_step_args(plan_.bucket, StepLimits{kv_slots_, kv_blocks_, block_size_, -1}, a);
 }
 
 Status CpuExecutable::run(const StepArgs& args) {
@@ -177,8 +113,8 @@ Status CpuExecutable::run(const StepArgs& args) {
   for (size_t i = 0; i < plan_.buffers.size(); ++i) {
     const PlanBuffer& pb = plan_.buffers[i];
     if (pb.role != BufferRole::step_input) continue;
-    const int32_t* src = field_data(args, pb.field);
-    const int64_t n = field_count(args, pb.field, plan_.bucket);
+    const int32_t* src = step_field_data(args, pb.field);
+    const int64_t n = step_field_count(args, pb.field, plan_.bucket);
     if (n > 0 && !src) return invalid_argument(std::string("step: ") + to_string(pb.field) + " is missing");
     if ((uint64_t)n * 4 > pb.bytes) return invalid_argument(std::string("step: ") + to_string(pb.field) + " exceeds the bucket");
     if (n > 0) std::memcpy(buffers_[i]->host_data(), src, (size_t)n * 4);
