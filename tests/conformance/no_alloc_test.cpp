@@ -23,6 +23,16 @@ void* counted_alloc(size_t n, size_t align) {
 
 void* operator new(size_t n) { return counted_alloc(n, 0); }
 void* operator new(size_t n, std::align_val_t a) { return counted_alloc(n, (size_t)a); }
+// Every form of new must come here too: a nothrow new left to the runtime
+// (std::stable_sort's buffer uses one) would be freed by the delete below.
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  try { return counted_alloc(n, 0); } catch (...) { return nullptr; }
+}
+void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  try { return counted_alloc(n, (size_t)a); } catch (...) { return nullptr; }
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
