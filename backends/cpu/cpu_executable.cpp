@@ -145,6 +145,21 @@ CpuExecutable::~CpuExecutable() {
                    op_ns_[(size_t)i] / 1e6 / (double)steps_, 100 * op_ns_[(size_t)i] / total, (unsigned long long)op_calls_[(size_t)i]);
 }
 
+// x = in[0], w = in[1], y = out[0]: how every matmul-rooted dispatch binds its matmul.
+kernels::MatmulArgs CpuExecutable::matmul_args(const BoundDispatch& d, int64_t rows) const {
+  kernels::MatmulArgs m;
+  m.x = reinterpret_cast<const float*>(d.in[0].data);
+  m.w = d.in[1].data;
+  m.w_dtype = d.in[1].desc.dtype;
+  m.y = reinterpret_cast<float*>(d.out[0].data);
+  m.m = rows;
+  m.n = d.in[1].desc.shape[0];
+  m.k = d.in[1].desc.shape[1];
+  m.workspace = scratch_->host_data();
+  m.tile = d.source->tile;
+  return m;
+}
+
 Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
   auto f32 = [](const BoundTensor& t) { return reinterpret_cast<float*>(t.data); };
   auto i32 = [](const BoundTensor& t) { return reinterpret_cast<int32_t*>(t.data); };
@@ -164,36 +179,19 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
       k::rms_norm({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows, d.in[0].desc.shape.last(), std::get<RmsNormParams>(d.params)}, pool_);
       return Status::ok();
     case OpKind::matmul: {
-      kernels::MatmulArgs m;
-      m.x = f32(d.in[0]);
-      m.w = d.in[1].data;
-      m.w_dtype = d.in[1].desc.dtype;
-      m.y = f32(d.out[0]);
-      m.m = rows;
-      m.n = d.in[1].desc.shape[0];
-      m.k = d.in[1].desc.shape[1];
-      m.workspace = scratch_->host_data();
-      m.tile = d.source->tile;
+      const kernels::MatmulArgs m = matmul_args(d, rows);
       k::matmul(m, pool_);
       return Status::ok();
     }
     case OpKind::matmul_add:
     case OpKind::matmul_silu_mul:
     case OpKind::matmul_qkv: {
-      kernels::MatmulArgs m;
-      m.x = f32(d.in[0]);
-      m.w = d.in[1].data;
-      m.w_dtype = d.in[1].desc.dtype;
-      m.m = rows;
-      m.n = d.in[1].desc.shape[0];
-      m.k = d.in[1].desc.shape[1];
-      m.workspace = scratch_->host_data();
-      m.tile = d.source->tile;
+      kernels::MatmulArgs m = matmul_args(d, rows);
       if (d.op == OpKind::matmul_add) {
-        m.y = f32(d.out[0]);
         k::matmul_add({m, f32(d.in[2])}, pool_);
         return Status::ok();
       }
+      // The other fused epilogues read the product from scratch, past the matmul's own workspace.
       m.y = reinterpret_cast<float*>(scratch_->host_data() +
                                      fused_product_offset(k::matmul_workspace_bytes(m.w_dtype, rows, m.k)));
       if (d.op == OpKind::matmul_silu_mul) {
@@ -210,16 +208,7 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
                       pool_);
       return Status::ok();
     case OpKind::matmul_add_rms_norm: {
-      kernels::MatmulArgs m;
-      m.x = f32(d.in[0]);
-      m.w = d.in[1].data;
-      m.w_dtype = d.in[1].desc.dtype;
-      m.y = f32(d.out[0]);
-      m.m = rows;
-      m.n = d.in[1].desc.shape[0];
-      m.k = d.in[1].desc.shape[1];
-      m.workspace = scratch_->host_data();
-      m.tile = d.source->tile;
+      const kernels::MatmulArgs m = matmul_args(d, rows);
       k::matmul_add({m, f32(d.in[2])}, pool_);
       k::rms_norm({f32(d.out[0]), f32(d.in[3]), f32(d.out[1]), rows, m.n, std::get<RmsNormParams>(d.params)}, pool_);
       return Status::ok();

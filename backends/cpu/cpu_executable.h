@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_buffer.h"
 #include "core/hal/stream.h"
 #include "core/parallel.h"
+#include "kernels/kernel_args.h"
 
 namespace tessera::cpu {
 
@@ -38,6 +39,7 @@ class CpuExecutable final : public Executable {
   CpuExecutable(const Plan& plan, ParallelFor& pool) : plan_(plan), pool_(pool) {}
   Status check_step(const StepArgs& args) const;
   Status run_dispatch(const BoundDispatch& d, const StepArgs& args);
+  kernels::MatmulArgs matmul_args(const BoundDispatch& d, int64_t rows) const;
 
   Plan plan_;
   ParallelFor& pool_;
