@@ -9,6 +9,7 @@ constexpr std::array<std::string_view, kOpKindCount> kNames = {
     "embedding", "rms_norm", "matmul", "rope", "kv_append", "paged_attention",
     "silu_mul",  "add",      "softmax", "argmax", "gather_rows", "matmul_add",
     "matmul_silu_mul", "matmul_qkv", "rope_kv_append", "add_rms_norm", "matmul_add_rms_norm",
+    "copy",
 };
 }  // namespace
 

@@ -30,8 +30,12 @@ enum class OpKind : uint8_t {
   rope_kv_append,   // (q, k, v, positions, slot_mapping, k_pool, v_pool) -> (rope(q), k_pool', v_pool'); K roped on the way in
   add_rms_norm,     // (a, b, w[D]) -> (s = a + b, rms_norm(s, w))
   matmul_add_rms_norm,  // (x, w[N, K], residual, norm_w[N]) -> (s = x · wᵀ + residual, rms_norm(s, norm_w))
+  // Made by the placement pass: the value on another device (the node's).
+  // The runtime moves the bytes between the devices' memories; a device
+  // never dispatches it (the CPU can, as a plain copy, for hand-written IR).
+  copy,             // (x) -> x
 };
-inline constexpr int kOpKindCount = 17;
+inline constexpr int kOpKindCount = 18;
 
 std::string_view name(OpKind op);
 std::optional<OpKind> op_from_name(std::string_view name);

@@ -8,8 +8,19 @@ const char* to_string(ValueKind k) {
     case ValueKind::weight: return "weight";
     case ValueKind::kv_pool: return "kv_pool";
     case ValueKind::computed: return "computed";
+    case ValueKind::transfer: return "transfer";
   }
   return "?";
+}
+
+OpQuery query_for(const Graph& g, const Node& n) {
+  OpQuery q{n.op, DType::f32, DType::f32};
+  for (ValueId in : n.inputs)
+    if (g.value(in).kind == ValueKind::weight) {
+      q.weight_dtype = g.value(in).desc.dtype;
+      break;
+    }
+  return q;
 }
 
 ValueId Graph::add_value(Value v) {

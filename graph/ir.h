@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hal/kernel_table.h"
 #include "core/hal/plan.h"
 #include "core/ops.h"
 #include "core/tensor.h"
@@ -21,6 +22,9 @@ enum class ValueKind : uint8_t {
   weight,      // a model tensor, bound by name at compile time
   kv_pool,     // one layer's K or V pool, bound at compile time, lives across steps
   computed,    // produced by a node
+  // Only in the per-device parts lowering cuts a placed graph into
+  // (graph/lower.h): a value another part computed, bound like a weight.
+  transfer,
 };
 const char* to_string(ValueKind k);
 
@@ -45,6 +49,9 @@ struct Node {
   std::vector<ValueId> outputs;
   std::string label;  // e.g. "blk.3.attn_q"
   TileParams tile;    // set by the tiling pass; printed as tile{...}
+  // The backend that runs the node ("cpu", "vulkan"), set by the placement
+  // pass and printed as @NAME; empty before placement.
+  std::string device;
 };
 
 class Graph {
@@ -58,6 +65,10 @@ class Graph {
   Value& value(ValueId id) { return values[(size_t)id]; }
   ValueId add_value(Value v);
 };
+
+// What to ask a kernel table about a node: its op, with the dtype of its
+// first weight input (the matmul or embedding weight; f32 without one).
+OpQuery query_for(const Graph& g, const Node& n);
 
 // Drops values nothing defines or reads (left behind by passes that remove
 // nodes) and renumbers the rest densely, keeping their order.

@@ -75,12 +75,14 @@ Expected<Plan> lower(const Graph& g, const ShapeBucket& bucket) {
         break;
       case ValueKind::weight:
       case ValueKind::kv_pool:
+      case ValueKind::transfer:
       case ValueKind::step_input: {
         PlanBuffer pb;
         pb.name = v.name;
-        pb.role = v.kind == ValueKind::weight ? BufferRole::weight
-                  : v.kind == ValueKind::kv_pool ? BufferRole::kv_pool
-                                                 : BufferRole::step_input;
+        pb.role = v.kind == ValueKind::weight     ? BufferRole::weight
+                  : v.kind == ValueKind::kv_pool  ? BufferRole::kv_pool
+                  : v.kind == ValueKind::transfer ? BufferRole::transfer
+                                                  : BufferRole::step_input;
         pb.field = v.field;
         pb.bytes = bytes[i];
         t.buffer = (uint32_t)plan.buffers.size();
@@ -100,7 +102,8 @@ Expected<Plan> lower(const Graph& g, const ShapeBucket& bucket) {
     plan.dispatches.push_back(std::move(d));
   }
   if (g.outputs.empty()) return internal_error("lower: graph has no outputs");
-  plan.logits = tensor_of[(size_t)g.outputs[0]];
+  for (ValueId out : g.outputs) plan.outputs.push_back(tensor_of[(size_t)out]);
+  plan.logits = plan.outputs[0];
   plan.arena_peak_bytes = mem.peak_bytes;
   plan.arena_lower_bound_bytes = mem.lower_bound_bytes;
   return plan;

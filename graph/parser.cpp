@@ -366,8 +366,12 @@ Expected<Graph> parse(std::string_view text, const std::string& source) {
       v.producer = (int32_t)nodes.size();
       defs[ids[o]] = std::move(v);
     }
+    if (l.accept('@')) {
+      n.device = l.word();
+      if (n.device.empty()) return l.error("a device name after '@'");
+    }
     if (l.accept('#')) n.label = l.rest();
-    if (!l.at_end()) return l.error("the end of the line or '# label'");
+    if (!l.at_end()) return l.error("the end of the line, '@DEVICE' or '# label'");
     nodes.push_back(std::move(n));
   }
   const std::string where = source + ":" + std::to_string(number);

@@ -24,6 +24,13 @@ struct TileOverride {
   std::string field;  // weight_block_bytes | chunk_bytes
   int64_t bytes = 0;
 };
+// One --place item: PATTERN=DEVICE. PATTERN is an op name or a label, '*'
+// matching any run of characters ("paged_attention", "blk.3.*").
+struct PlacementOverride {
+  std::string pattern;
+  std::string device;
+};
+
 // "matmul.chunk_bytes=32768,*.weight_block_bytes=65536"; an error names the flag and the item.
 struct PassContext {
   std::string target = "cpu";
@@ -34,7 +41,18 @@ struct PassContext {
   const DeviceInfo* device = nullptr;
   // --tile: sizes that replace the tiling pass's choice.
   std::vector<TileOverride> tile_overrides;
+  // Placement: where a node the target cannot run goes instead, and that
+  // device's kernels (null: taken to run everything, as the CPU does).
+  std::string fallback_target = "cpu";
+  const KernelTable* fallback_kernels = nullptr;
+  std::vector<PlacementOverride> placement_overrides;  // --place
+  bool strict = false;  // --strict: a node the target cannot run is an error, not a fallback
 };
+
+// Why placement put n off the target, in a line naming it ("" when it is on the target or a copy).
+std::string why_placed(const Graph& g, const Node& n, const PassContext& ctx);
+
+Expected<std::vector<PlacementOverride>> parse_placement_overrides(const std::string& spec, const std::string& flag = "--place");
 
 Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag = "--tile");
 

@@ -141,6 +141,11 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       return std::vector{InferredOutput{v(0).desc, v(0).rows}, InferredOutput{v(5).desc, RowCount::fixed},
                          InferredOutput{v(6).desc, RowCount::fixed}};
     }
+    case OpKind::copy: {
+      TS_TRY(arity(1));
+      TS_TRY(expect(v(0).kind == ValueKind::computed, op, "copies a computed value (weights and pools are bound on each device)"));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
   }
   return internal_error("infer_outputs: unknown op");
 }

@@ -1,5 +1,6 @@
 #include "graph/verifier.h"
 
+#include <map>
 #include <string>
 
 #include "graph/memory_plan.h"
@@ -82,6 +83,41 @@ Status verify_weights(const Graph& g) {
   return Status::ok();
 }
 
+// Placement: all nodes placed or none; a computed value is read on the
+// device that made it, except by a copy, which brings it from another; the
+// nodes that touch one KV pool share a device (the pool is in its memory).
+Status verify_placement(const Graph& g) {
+  size_t placed = 0;
+  for (const Node& n : g.nodes) placed += n.device.empty() ? 0 : 1;
+  if (placed == 0) return Status::ok();
+  std::map<ValueId, std::string> pool_device;
+  for (const Node& n : g.nodes) {
+    if (n.device.empty()) return invalid_argument("verify: " + where(n) + " has no device while other nodes do");
+    for (ValueId in : n.inputs) {
+      const Value& v = g.value(in);
+      const ValueId pool = v.kind == ValueKind::kv_pool ? in : v.aliases;
+      if (pool == kNoValue) continue;
+      auto [it, fresh] = pool_device.try_emplace(pool, n.device);
+      if (!fresh && it->second != n.device)
+        return invalid_argument("verify: " + where(n) + " on " + n.device + " uses KV pool '" + g.value(pool).name +
+                                "', which another node uses on " + it->second);
+    }
+  }
+  for (const Node& n : g.nodes) {
+    for (ValueId in : n.inputs) {
+      const Value& v = g.value(in);
+      if (v.kind != ValueKind::computed || v.aliases != kNoValue) continue;
+      const std::string& made_on = g.nodes[(size_t)v.producer].device;
+      if (n.op == OpKind::copy && made_on == n.device)
+        return invalid_argument("verify: " + where(n) + " copies %" + std::to_string(in) + " to " + n.device + ", where it already is");
+      if (n.op != OpKind::copy && made_on != n.device)
+        return invalid_argument("verify: " + where(n) + " on " + n.device + " reads %" + std::to_string(in) + ", made on " +
+                                made_on + ", without a copy");
+    }
+  }
+  return Status::ok();
+}
+
 Status verify_memory(const Graph& g) {
   for (int64_t rows : {1, 64}) {
     TS_TRY(verify_memory_plan(g, plan_memory(g, value_bytes_at(g, rows))).with_context("verify: memory plan at " + std::to_string(rows) + " rows"));
@@ -95,6 +131,7 @@ Status verify(const Graph& g) {
   TS_TRY(verify_ssa(g));
   TS_TRY(verify_types(g));
   TS_TRY(verify_weights(g));
+  TS_TRY(verify_placement(g));
   return verify_memory(g);
 }
 

@@ -39,7 +39,7 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
   exe->buffers_.resize(plan.buffers.size(), nullptr);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlanBuffer& pb = plan.buffers[i];
-    if (pb.role == BufferRole::weight || pb.role == BufferRole::kv_pool) {
+    if (is_bound(pb.role)) {
       if (i >= bound.size() || !bound[i] || !bound[i]->host_data())
         return invalid_argument("cpu: plan buffer '" + pb.name + "' is not bound to host memory");
       if (bound[i]->size() < pb.bytes)
@@ -293,6 +293,10 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
       k::gather_rows(g, pool_);
       return Status::ok();
     }
+    case OpKind::copy:
+      // Placement's copies between devices are moved by the runtime; this runs only in a graph on the CPU alone.
+      std::memmove(d.out[0].data, d.in[0].data, (size_t)(rows * d.in[0].desc.row_bytes()));
+      return Status::ok();
   }
   return internal_error("cpu: unknown op in " + d.source->label);
 }

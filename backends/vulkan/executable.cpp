@@ -84,7 +84,8 @@ Status VulkanExecutable::allocate_buffers(std::span<Buffer* const> bound) {
     const PlanBuffer& pb = plan_.buffers[i];
     switch (pb.role) {
       case BufferRole::weight:
-      case BufferRole::kv_pool: {
+      case BufferRole::kv_pool:
+      case BufferRole::transfer: {
         auto* vb = i < bound.size() ? dynamic_cast<VulkanBuffer*>(bound[i]) : nullptr;
         if (!vb || vb->context() != ctx_.get())
           return invalid_argument("vulkan: plan buffer '" + pb.name + "' is not bound to a buffer of this device");

@@ -31,7 +31,10 @@ enum class BufferRole : uint8_t {
   kv_pool,     // bound by the caller: one layer's K or V pool, shared by all plans
   arena,       // allocated by compile: every activation, at planned offsets
   step_input,  // allocated by compile, filled from StepArgs each step
+  transfer,    // bound by the caller: a value another part of the step computed (on this device or another)
 };
+// Roles whose buffers the caller binds at compile; compile allocates the others.
+inline bool is_bound(BufferRole r) { return r == BufferRole::weight || r == BufferRole::kv_pool || r == BufferRole::transfer; }
 
 struct PlanBuffer {
   std::string name;
@@ -72,7 +75,8 @@ struct Plan {
   ShapeBucket bucket;
   std::vector<PlanBuffer> buffers;
   std::vector<Dispatch> dispatches;
-  PlanTensor logits;  // f32[R, vocab]
+  PlanTensor logits;  // f32[R, vocab]: outputs[0]
+  std::vector<PlanTensor> outputs;  // every value the graph returns, live until the step ends
   uint64_t arena_peak_bytes = 0;
   uint64_t arena_lower_bound_bytes = 0;  // the largest set of simultaneously live activations
 };

@@ -21,6 +21,7 @@ struct BenchOptions {
   uint64_t seed = 1;
   std::string passes = "default";  // graph passes (docs/ir.md)
   std::string tile;                // tile overrides (docs/ir.md)
+  std::string place;   // --place: nodes pinned to a device
 };
 
 struct BenchReport {

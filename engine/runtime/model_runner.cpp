@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
@@ -37,104 +38,238 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   r->max_blocks_per_seq_ = blocks_per_seq;
   r->options_.max_prefill_tokens = std::min(o.max_prefill_tokens, ctx);
 
-  TS_ASSIGN_OR_RETURN(r->device_, open_device(o.backend, o.device));
+  DeviceSlot primary{o.backend, nullptr, nullptr, {}};
+  TS_ASSIGN_OR_RETURN(primary.device, open_device(o.backend, o.device));
+  r->devices_.push_back(std::move(primary));
   TS_ASSIGN_OR_RETURN(r->graph_, build_llama_graph(*r->weights_, KvLayout{bm.num_blocks, bm.block_size}));
-  {
-    // Fusions ask the device's kernel table, so a backend without a fused kernel keeps the unfused pattern.
-    TS_ASSIGN_OR_RETURN(auto pipeline, graph::parse_pipeline(o.passes, o.backend));
-    graph::PassContext ctx{o.backend, &r->device_->kernels(), &r->device_->info(), {}};
-    TS_ASSIGN_OR_RETURN(ctx.tile_overrides, graph::parse_tile_overrides(o.tile));
-    TS_TRY(graph::run_pipeline(r->graph_, pipeline, ctx));
-  }
-
-  // Placement is per model until the placement pass exists: every node the
-  // device cannot run is named, and the model runs on the CPU (or, strict,
-  // not at all). Never silently.
-  for (const auto& n : r->graph_.nodes) {
-    OpQuery q{n.op, DType::f32, DType::f32};
-    const bool has_weight = n.op == OpKind::matmul || n.op == OpKind::matmul_add || n.op == OpKind::matmul_silu_mul ||
-                            n.op == OpKind::matmul_qkv || n.op == OpKind::matmul_add_rms_norm;
-    if (has_weight || n.op == OpKind::embedding) q.weight_dtype = r->graph_.value(n.inputs[has_weight ? 1 : 0]).desc.dtype;
-    const KernelChoice k = r->device_->kernels().query(q);
-    if (!k.supported)
-      r->placement_notes_.push_back(o.backend + " cannot run " + n.label + " (" + std::string(name(n.op)) + ", " +
-                                    std::string(name(q.weight_dtype)) + "): " + k.reason);
-  }
-  if (!r->placement_notes_.empty()) {
-    const std::string first = r->placement_notes_.front();
-    const size_t count = r->placement_notes_.size();
-    if (o.strict || o.backend == "cpu")
-      return unsupported(std::string(o.strict ? "--strict: " : "") + first +
-                         (count > 1 ? " (and " + std::to_string(count - 1) + " more nodes)" : ""));
-    r->placement_notes_.push_back("running the whole model on cpu instead of " + o.backend);
-    TS_ASSIGN_OR_RETURN(r->device_, open_device("cpu", 0));
-  }
-  TS_ASSIGN_OR_RETURN(r->stream_, r->device_->create_stream());
-
-  // Weights are imported once and KV pools allocated once; every bucket's plan binds the same buffers.
-  for (const auto& v : r->graph_.values) {
-    if (v.kind == graph::ValueKind::weight && !v.packed_from.empty() && !r->bound_.count(v.name)) {
-      // A packed weight: its parts' rows, in order (row-major, so their bytes one after another).
-      std::vector<std::byte> bytes;
-      for (const std::string& part : v.packed_from) {
-        const WeightTensor* t = r->weights_->find(part);
-        if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
-          return internal_error(v.name + ": part '" + part + "' is missing or does not match the packed layout");
-        bytes.insert(bytes.end(), t->data.begin(), t->data.end());
-      }
-      if (bytes.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
-      r->packed_weights_.push_back(std::move(bytes));
-      TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->import_weights(r->packed_weights_.back()));
-    } else if (v.kind == graph::ValueKind::weight && !r->bound_.count(v.name)) {
-      const WeightTensor* t = r->weights_->find(v.name);
-      TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->import_weights(t->data));
-    } else if (v.kind == graph::ValueKind::kv_pool) {
-      TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->allocate(v.desc.bytes(), MemoryUse::kv_cache));
-    }
-  }
+  TS_TRY(r->place_and_bind());
   return r;
 }
 
-Expected<const Plan*> ModelRunner::plan_for(int32_t n_tokens) {
-  TS_ASSIGN_OR_RETURN(Executable * exe, executable_for(n_tokens));
-  return &exe->plan();
+// Passes, placement and the weights: fusions ask the asked-for device's
+// kernel table (a backend without a fused kernel keeps the unfused
+// pattern); placement puts what it cannot run on the CPU, with copies; each
+// part of the placed graph gets its weights and KV pools on its device.
+Status ModelRunner::place_and_bind() {
+  const RunnerOptions& o = options_;
+  std::unique_ptr<Device> cpu;
+  if (o.backend != "cpu") {
+    TS_ASSIGN_OR_RETURN(cpu, open_device("cpu", 0));
+  }
+  Device& target = *devices_[0].device;
+  TS_ASSIGN_OR_RETURN(auto pipeline, graph::parse_pipeline(o.passes, o.backend));
+  // Placement is not optional (the step must run somewhere): `--passes none` still places.
+  if (std::none_of(pipeline.begin(), pipeline.end(), [](const graph::PassInfo* p) { return std::string(p->name) == "place"; }))
+    pipeline.push_back(graph::find_pass("place"));
+  graph::PassContext ctx{o.backend, &target.kernels(), &target.info(), {}};
+  TS_ASSIGN_OR_RETURN(ctx.tile_overrides, graph::parse_tile_overrides(o.tile));
+  TS_ASSIGN_OR_RETURN(ctx.placement_overrides, graph::parse_placement_overrides(o.place));
+  ctx.fallback_target = "cpu";
+  ctx.fallback_kernels = cpu ? &cpu->kernels() : &target.kernels();
+  ctx.strict = o.strict;
+  TS_TRY(graph::run_pipeline(graph_, pipeline, ctx));
+
+  // Never silently: what runs off the asked-for backend is reported once,
+  // a line per kind of node (op, weight dtype, reason) naming its first node.
+  size_t moved = 0, copies = 0;
+  std::vector<std::tuple<std::string, size_t, std::string>> kinds;  // (key, how many nodes, first node's line)
+  for (const auto& n : graph_.nodes) {
+    if (n.op == OpKind::copy) {
+      ++copies;
+      continue;
+    }
+    if (n.device == o.backend) continue;
+    ++moved;
+    // Grouped by the line with the node's label taken out.
+    const std::string line = graph::why_placed(graph_, n, ctx);
+    std::string key = line;
+    if (const size_t at = key.find(n.label); !n.label.empty() && at != std::string::npos) key.erase(at, n.label.size());
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& kd) { return std::get<0>(kd) == key; });
+    if (it == kinds.end()) kinds.push_back({key, 1, line});
+    else ++std::get<1>(*it);
+  }
+  for (const auto& [key, count, line] : kinds)
+    placement_notes_.push_back(line + (count > 1 ? " (and " + std::to_string(count - 1) + " more nodes like it)" : ""));
+  if (moved > 0)
+    placement_notes_.push_back(std::to_string(moved) + " of " + std::to_string(graph_.nodes.size() - copies) +
+                               " nodes run on cpu instead of " + o.backend + ", with " + std::to_string(copies) +
+                               " copies between the devices a step (`tessera ir --target " + o.backend + "` shows where)");
+
+  TS_ASSIGN_OR_RETURN(parts_, graph::partition_by_device(graph_));
+  for (const graph::GraphPart& part : parts_) {
+    if (std::any_of(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.backend == part.device; })) continue;
+    if (!cpu || part.device != "cpu") return internal_error("placement put nodes on '" + part.device + "'");
+    devices_.push_back({"cpu", std::move(cpu), nullptr, {}});
+  }
+  // Streams only where a part runs (a backend that runs nothing may have none to give).
+  for (DeviceSlot& slot : devices_) {
+    if (std::none_of(parts_.begin(), parts_.end(), [&](const graph::GraphPart& p) { return p.device == slot.backend; })) continue;
+    TS_ASSIGN_OR_RETURN(slot.stream, slot.device->create_stream());
+  }
+
+  // Weights are imported once per device that reads them, KV pools allocated
+  // once; every bucket's plan binds the same buffers.
+  for (const graph::GraphPart& part : parts_) {
+    DeviceSlot& slot = *std::find_if(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.backend == part.device; });
+    for (const auto& v : part.graph.values) {
+      if (slot.bound.count(v.name)) continue;
+      if (v.kind == graph::ValueKind::weight && !v.packed_from.empty()) {
+        // A packed weight: its parts' rows, in order (row-major, so their bytes one after another).
+        auto [it, fresh] = packed_weights_.try_emplace(v.name);
+        if (fresh) {
+          for (const std::string& part_name : v.packed_from) {
+            const WeightTensor* t = weights_->find(part_name);
+            if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
+              return internal_error(v.name + ": part '" + part_name + "' is missing or does not match the packed layout");
+            it->second.insert(it->second.end(), t->data.begin(), t->data.end());
+          }
+          if (it->second.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
+        }
+        TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(it->second));
+      } else if (v.kind == graph::ValueKind::weight) {
+        const WeightTensor* t = weights_->find(v.name);
+        if (!t) return internal_error("weight '" + v.name + "' is not in the model");
+        TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(t->data));
+      } else if (v.kind == graph::ValueKind::kv_pool) {
+        TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->allocate(v.desc.bytes(), MemoryUse::kv_cache));
+      }
+    }
+  }
+  return Status::ok();
 }
 
-Expected<Executable*> ModelRunner::executable_for(int32_t n_tokens) {
+Expected<const Plan*> ModelRunner::plan_for(int32_t n_tokens, int32_t context) {
+  TS_ASSIGN_OR_RETURN(BucketProgram * prog, program_for(n_tokens, context ? context : max_context_));
+  return &prog->parts.front().exe->plan();
+}
+
+std::vector<std::pair<int32_t, int32_t>> ModelRunner::compiled_buckets() const {
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (const auto& [key, prog] : programs_) out.push_back(key);
+  return out;
+}
+
+Expected<ModelRunner::BucketProgram*> ModelRunner::program_for(int32_t n_tokens, int32_t context) {
   if (n_tokens < 1 || n_tokens > options_.max_prefill_tokens)
     return invalid_argument("step: " + std::to_string(n_tokens) + " tokens; a step holds 1 to " +
                             std::to_string(options_.max_prefill_tokens));
-  // Buckets: 1 (decode), then powers of two up to the prefill limit.
-  int32_t bucket = 1;
-  while (bucket < n_tokens) bucket *= 2;
-  bucket = std::min(bucket, options_.max_prefill_tokens);
-  auto it = executables_.find(bucket);
-  if (it != executables_.end()) return it->second.get();
+  if (context < 1 || context > max_context_)
+    return invalid_argument("step: a sequence reaches " + std::to_string(context) + " positions; the runner holds 1 to " +
+                            std::to_string(max_context_));
+  // Token buckets: 1 (decode), then powers of two up to the prefill limit.
+  // Context buckets: powers of two from 256 positions up to the runner's
+  // context, so a short conversation's plan sizes its block tables and
+  // attention scratch to what it reaches, not to the model's whole context.
+  int32_t tokens = 1;
+  while (tokens < n_tokens) tokens *= 2;
+  tokens = std::min(tokens, options_.max_prefill_tokens);
+  int32_t ctx = RunnerOptions::kMinContextBucket;
+  while (ctx < context) ctx *= 2;
+  ctx = std::min(ctx, max_context_);
+  auto it = programs_.find({tokens, ctx});
+  if (it != programs_.end()) return &it->second;
 
-  ShapeBucket sb{bucket, options_.max_seqs, bucket, max_blocks_per_seq_};
-  TS_ASSIGN_OR_RETURN(Plan plan, graph::lower(graph_, sb));
-  std::vector<Buffer*> bound(plan.buffers.size(), nullptr);
-  for (size_t i = 0; i < plan.buffers.size(); ++i) {
-    auto b = bound_.find(plan.buffers[i].name);
-    if (b != bound_.end() && (plan.buffers[i].role == BufferRole::weight || plan.buffers[i].role == BufferRole::kv_pool))
-      bound[i] = b->second.get();
+  BucketProgram prog;
+  const int32_t blocks = std::min(max_blocks_per_seq_, (ctx + options_.block_size - 1) / options_.block_size);
+  prog.bucket = ShapeBucket{tokens, options_.max_seqs, tokens, blocks};
+  for (size_t p = 0; p < parts_.size(); ++p) {
+    const graph::GraphPart& part = parts_[p];
+    PartExecutable pe;
+    while (devices_[pe.slot].backend != part.device) ++pe.slot;
+    DeviceSlot& slot = devices_[pe.slot];
+    TS_ASSIGN_OR_RETURN(Plan plan, graph::lower(part.graph, prog.bucket));
+    std::vector<Buffer*> bound(plan.buffers.size(), nullptr);
+    for (size_t i = 0; i < plan.buffers.size(); ++i) {
+      const PlanBuffer& pb = plan.buffers[i];
+      if (pb.role == BufferRole::transfer) {
+        TS_ASSIGN_OR_RETURN(auto b, slot.device->allocate(pb.bytes, MemoryUse::activations));
+        bound[i] = b.get();
+        pe.transfers.push_back(std::move(b));
+      } else if (is_bound(pb.role)) {
+        auto b = slot.bound.find(pb.name);
+        if (b == slot.bound.end()) return internal_error("'" + pb.name + "' is not bound on " + slot.backend);
+        bound[i] = b->second.get();
+      }
+    }
+    for (const graph::GraphPart::Input& in : part.inputs) {
+      PartExecutable::Input pin;
+      const std::string& vname = part.graph.value(in.value).name;
+      while (pin.buffer < plan.buffers.size() && plan.buffers[pin.buffer].name != vname) ++pin.buffer;
+      if (pin.buffer == plan.buffers.size()) return internal_error("transfer '" + vname + "' has no plan buffer");
+      pin.src_part = (size_t)in.src_part;
+      const auto& src_outputs = parts_[pin.src_part].graph.outputs;
+      const size_t k = (size_t)(std::find(src_outputs.begin(), src_outputs.end(), in.src_value) - src_outputs.begin());
+      pin.src = prog.parts[pin.src_part].exe->plan().outputs.at(k);
+      pe.inputs.push_back(pin);
+    }
+    TS_ASSIGN_OR_RETURN(pe.exe, slot.device->compile(plan, bound));
+    if (part.has_logits) prog.logits_part = p;
+    prog.parts.push_back(std::move(pe));
   }
-  TS_ASSIGN_OR_RETURN(auto exe, device_->compile(plan, bound));
-  Executable* raw = exe.get();
-  executables_[bucket] = std::move(exe);
-  return raw;
+  return &(programs_[{tokens, ctx}] = std::move(prog));
+}
+
+namespace {
+
+int64_t rows_at(RowCount rows, const TensorDesc& d, const StepArgs& a) {
+  switch (rows) {
+    case RowCount::fixed: return d.shape[0];
+    case RowCount::tokens: return a.n_tokens;
+    case RowCount::logit_rows: return a.n_logit_rows;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// A value an earlier part made, into this part's transfer buffer: straight
+// into host memory when one side has it (the CPU's), else through staging.
+Status ModelRunner::move_input(const BucketProgram& prog, const PartExecutable& part, const PartExecutable::Input& in,
+                               const StepArgs& args) {
+  const PartExecutable& src = prog.parts[in.src_part];
+  Stream& from = *devices_[src.slot].stream;
+  Stream& to = *devices_[part.slot].stream;
+  Buffer& src_buf = src.exe->buffer(in.src.buffer);
+  Buffer& dst_buf = part.exe->buffer(in.buffer);
+  const size_t bytes = (size_t)(rows_at(in.src.rows, in.src.desc, args) * (int64_t)in.src.desc.row_bytes());
+  if (std::byte* dst = dst_buf.host_data()) return from.download({dst, bytes}, src_buf, in.src.offset);
+  if (std::byte* s = src_buf.host_data()) return to.upload(dst_buf, 0, {s + in.src.offset, bytes});
+  if (staging_.size() < bytes) staging_.resize(bytes);
+  TS_TRY(from.download({staging_.data(), bytes}, src_buf, in.src.offset));
+  return to.upload(dst_buf, 0, {staging_.data(), bytes});
 }
 
 Status ModelRunner::step(const StepArgs& args, std::span<float> logits_out) {
-  TS_ASSIGN_OR_RETURN(Executable * exe, executable_for(args.n_tokens));
+  int32_t context = 1;
+  if (args.seq_lens && args.n_seqs > 0 && args.n_seqs <= options_.max_seqs)
+    for (int32_t s = 0; s < args.n_seqs; ++s) context = std::max(context, args.seq_lens[s]);
+  context = std::min(context, max_context_);  // a longer one is refused by the step checks, naming it
+  TS_ASSIGN_OR_RETURN(BucketProgram * prog, program_for(args.n_tokens, context));
   const uint64_t vocab = (uint64_t)config().vocab_size;
   if (logits_out.size() < (uint64_t)args.n_logit_rows * vocab)
     return invalid_argument("step: logits buffer too small");
-  TS_TRY(stream_->run(*exe, args));
-  const PlanTensor& lt = exe->plan().logits;
+  // Block tables arrive max_blocks_per_seq_ apart; a context bucket's plan takes them at its own stride.
+  StepArgs a = args;
+  const int32_t stride = prog->bucket.max_blocks_per_seq;
+  if (args.block_tables && stride != max_blocks_per_seq_ && args.n_seqs > 0 && args.n_seqs <= options_.max_seqs) {
+    block_table_scratch_.resize((size_t)args.n_seqs * (size_t)stride);
+    for (int32_t s = 0; s < args.n_seqs; ++s)
+      std::copy_n(args.block_tables + (size_t)s * (size_t)max_blocks_per_seq_, stride,
+                  block_table_scratch_.begin() + (ptrdiff_t)s * stride);
+    a.block_tables = block_table_scratch_.data();
+  }
+  for (const PartExecutable& part : prog->parts) {
+    for (const PartExecutable::Input& in : part.inputs) TS_TRY(move_input(*prog, part, in, a));
+    TS_TRY(devices_[part.slot].stream->run(*part.exe, a));
+  }
+  const PartExecutable& last = prog->parts[prog->logits_part];
+  const PlanTensor& lt = last.exe->plan().logits;
   const size_t bytes = (size_t)args.n_logit_rows * vocab * sizeof(float);
-  TS_TRY(stream_->download({reinterpret_cast<std::byte*>(logits_out.data()), bytes}, exe->buffer(lt.buffer), lt.offset));
-  return stream_->synchronize();
+  TS_TRY(devices_[last.slot].stream->download({reinterpret_cast<std::byte*>(logits_out.data()), bytes},
+                                              last.exe->buffer(lt.buffer), lt.offset));
+  for (DeviceSlot& d : devices_)
+    if (d.stream) TS_TRY(d.stream->synchronize());
+  return Status::ok();
 }
 
 uint64_t ModelRunner::weight_bytes_per_token() const {
@@ -148,6 +283,8 @@ uint64_t ModelRunner::weight_bytes_per_token() const {
   return total;
 }
 
-size_t ModelRunner::dispatches_per_step() const { return graph_.nodes.size(); }
+size_t ModelRunner::dispatches_per_step() const {
+  return (size_t)std::count_if(graph_.nodes.begin(), graph_.nodes.end(), [](const graph::Node& n) { return n.op != OpKind::copy; });
+}
 
 }  // namespace tessera

@@ -13,5 +13,6 @@ Status fuse_matmul_residual(Graph& g, const PassContext& ctx);
 Status fuse_rope_kv_append(Graph& g, const PassContext& ctx);
 Status fuse_residual_norm(Graph& g, const PassContext& ctx);
 Status tile(Graph& g, const PassContext& ctx);
+Status place(Graph& g, const PassContext& ctx);
 
 }  // namespace tessera::graph::passes

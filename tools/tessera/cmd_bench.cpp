@@ -12,7 +12,7 @@ namespace tessera::cli {
 namespace {
 
 struct BenchFlags {
-  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile;
+  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place;
   int32_t prompt_tokens = 128, gen_tokens = 32;
   bool json = false;
 } f;
@@ -60,6 +60,7 @@ int bench_main() {
   o.gen_tokens = f.gen_tokens;
   o.passes = f.passes;
   o.tile = f.tile;
+  o.place = f.place;
   auto reports = run_bench(o, log_line);
   if (!reports) return fail(reports.status());
   if (f.json) {
@@ -99,6 +100,7 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--gen-tokens", f.gen_tokens, "tokens to decode");
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... (docs/ir.md)");
+  s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... (docs/ir.md)");
   s->add_flag("--json", f.json, "print one JSON object");
   return {s, bench_main};
 }

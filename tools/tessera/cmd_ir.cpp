@@ -20,8 +20,8 @@ namespace tessera::cli {
 namespace {
 
 struct IrFlags {
-  std::string model, passes, tile, print_after, target = "cpu", parse_file;
-  bool print_after_all = false, time_passes = false, list_passes = false;
+  std::string model, passes, tile, place, print_after, target = "cpu", parse_file;
+  bool print_after_all = false, time_passes = false, list_passes = false, strict = false;
   int32_t ctx = 0, block_size = 16, memory_plan_rows = 0;
 } f;
 
@@ -36,6 +36,18 @@ int run_and_print(graph::Graph& g, const std::string& spec) {
   auto overrides = graph::parse_tile_overrides(f.tile);
   if (!overrides) return fail(overrides.status());
   ctx.tile_overrides = *overrides;
+  // Placement's fallback is the CPU: its kernel table says what it can take.
+  std::unique_ptr<Device> cpu;
+  if (f.target != "cpu") {
+    auto c = open_device("cpu", 0);
+    if (!c) return fail(c.status());
+    cpu = std::move(*c);
+  }
+  ctx.fallback_kernels = cpu ? &cpu->kernels() : ctx.kernels;
+  auto place = graph::parse_placement_overrides(f.place);
+  if (!place) return fail(place.status());
+  ctx.placement_overrides = *place;
+  ctx.strict = f.strict;
   graph::PipelineOptions po;
   po.verify_each = true;
   po.print_after_all = f.print_after_all;
@@ -105,6 +117,8 @@ Subcommand add_ir(CLI::App& app) {
   s->add_flag("--time-passes", f.time_passes, "report each pass's time on stderr");
   s->add_option("--target", f.target, "backend whose kernel table the passes ask (cpu, or a plugin's name)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... e.g. matmul.chunk_bytes=32768");
+  s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, e.g. paged_attention=cpu");
+  s->add_flag("--strict", f.strict, "placement refuses a node the target cannot run instead of putting it on the CPU");
   s->add_option("--memory-plan", f.memory_plan_rows, "after the graph, print its arena plan at this many rows (T = R)");
   s->add_option("--ctx", f.ctx, "context length the KV pools are sized for (default: the model's, at most 4096)");
   s->add_option("--block-size", f.block_size, "KV block size in tokens");

@@ -1,0 +1,198 @@
+// Placement on small hand-written IR: which device each node gets, the
+// copies inserted where values cross, the KV-pool rule, --place and
+// --strict; the verifier's placement checks; and the cut of a placed graph
+// into the parts each device runs.
+#include <doctest/doctest.h>
+
+#include "graph/parser.h"
+#include "graph/partition.h"
+#include "graph/pass_manager.h"
+#include "graph/printer.h"
+#include "graph/verifier.h"
+
+using namespace tessera;
+using namespace tessera::graph;
+
+namespace {
+
+// A target that lacks the ops it is told to.
+class KernelsWithout : public KernelTable {
+ public:
+  explicit KernelsWithout(std::vector<OpKind> missing) : missing_(std::move(missing)) {}
+  KernelChoice query(const OpQuery& q) const override {
+    for (OpKind m : missing_)
+      if (q.op == m) return {false, "", "no " + std::string(name(q.op)) + " here"};
+    return {true, "k", ""};
+  }
+
+ private:
+  std::vector<OpKind> missing_;
+};
+
+const char* const kLayer = R"(graph @layer {
+  %0 = input "token_ids" : i32[T]
+  %1 = input "positions" : i32[T]
+  %2 = input "slot_mapping" : i32[T]
+  %3 = input "query_start" : i32[2]
+  %4 = input "seq_lens" : i32[1]
+  %5 = input "block_tables" : i32[4]
+  %6 = weight "emb" : f32[16, 16]
+  %7 = weight "w" : f32[16, 16]
+  %8 = kv_pool "k_cache" : f32[64, 16]
+  %9 = kv_pool "v_cache" : f32[64, 16]
+  %10 = embedding(%6, %0) : f32[T, 16]  # embd
+  %11 = matmul(%10, %7) : f32[T, 16]  # proj
+  %12, %13 = kv_append(%11, %11, %2, %8, %9) {kv_heads=2, head_dim=8, block_size=16} : f32[64, 16], f32[64, 16]  # kv
+  %14 = paged_attention(%11, %12, %13, %1, %3, %4, %5) {heads=2, kv_heads=2, head_dim=8, block_size=16, scale=0.35355338, causal=true} : f32[T, 16]  # attn
+  %15 = add(%14, %10) : f32[T, 16]  # residual
+  %16 = silu_mul(%15, %11) : f32[T, 16]  # act
+  return %16
+}
+)";
+
+Graph parsed(const char* text) {
+  auto g = parse(text, "test.ir");
+  REQUIRE_MESSAGE(g.has_value(), g.status().message());
+  return std::move(*g);
+}
+
+PassContext gpu_ctx(const KernelTable& gpu, const KernelTable& cpu) {
+  PassContext ctx;
+  ctx.target = "gpu";
+  ctx.kernels = &gpu;
+  ctx.fallback_target = "cpu";
+  ctx.fallback_kernels = &cpu;
+  return ctx;
+}
+
+}  // namespace
+
+TEST_CASE("place: a node the target lacks runs on the cpu, with a copy each way, shown in the IR") {
+  const KernelsWithout gpu({OpKind::silu_mul}), cpu({});
+  Graph g = parsed(kLayer);
+  REQUIRE(run_passes(g, "place", gpu_ctx(gpu, cpu)).is_ok());
+  const std::string text = print(g);
+  CHECK(text.find("%14 = paged_attention(%11, %12, %13, %1, %3, %4, %5)") != std::string::npos);
+  CHECK(text.find(": f32[T, 16] @gpu  # residual") != std::string::npos);
+  // Both inputs of the act node come over in a copy placed on the cpu, just before it.
+  CHECK(text.find("%17 = copy(%15) : f32[T, 16] @cpu  # residual to cpu\n"
+                  "  %18 = copy(%11) : f32[T, 16] @cpu  # proj to cpu\n"
+                  "  %16 = silu_mul(%17, %18) : f32[T, 16] @cpu  # act\n") != std::string::npos);
+  CHECK(verify(g).is_ok());
+  // The printed placement reads back as it was.
+  auto again = parse(text, "placed.ir");
+  REQUIRE_MESSAGE(again.has_value(), again.status().message());
+  CHECK(print(*again) == text);
+  CHECK(verify(*again).is_ok());
+}
+
+TEST_CASE("place: the nodes of one KV pool share a device, so a missing attention kernel moves the append too") {
+  const KernelsWithout gpu({OpKind::paged_attention}), cpu({});
+  Graph g = parsed(kLayer);
+  PassContext ctx = gpu_ctx(gpu, cpu);
+  REQUIRE(run_passes(g, "place", ctx).is_ok());
+  for (const Node& n : g.nodes) {
+    if (n.label == "kv" || n.label == "attn") CHECK_MESSAGE(n.device == "cpu", n.label);
+    if (n.label == "proj" || n.label == "embd" || n.label == "residual") CHECK_MESSAGE(n.device == "gpu", n.label);
+  }
+  CHECK(why_placed(g, g.nodes[3], ctx).find("shares the KV pool") != std::string::npos);
+  // One copy of proj serves both cpu readers; attn's output goes back for the residual.
+  size_t copies = 0;
+  for (const Node& n : g.nodes) copies += n.op == OpKind::copy ? 1 : 0;
+  CHECK(copies == 2);
+  CHECK(verify(g).is_ok());
+}
+
+TEST_CASE("place: --place pins nodes by op or label glob; --strict and an unknown device are one-line errors") {
+  const KernelsWithout gpu({}), cpu({});
+  {
+    Graph g = parsed(kLayer);
+    PassContext ctx = gpu_ctx(gpu, cpu);
+    auto o = parse_placement_overrides("re*=cpu,act=cpu");
+    REQUIRE(o.has_value());
+    ctx.placement_overrides = *o;
+    REQUIRE(run_passes(g, "place", ctx).is_ok());
+    for (const Node& n : g.nodes)
+      if (n.label == "residual" || n.label == "act") CHECK(n.device == "cpu");
+    CHECK(why_placed(g, g.nodes.back(), ctx) == "--place puts act (silu_mul, f32) on cpu");
+  }
+  {
+    const KernelsWithout lacking({OpKind::silu_mul});
+    Graph g = parsed(kLayer);
+    PassContext ctx = gpu_ctx(lacking, cpu);
+    ctx.strict = true;
+    const Status s = run_passes(g, "place", ctx);
+    CHECK(s.message() == "pass place: --strict: gpu cannot run act (silu_mul, f32): no silu_mul here");
+  }
+  {
+    Graph g = parsed(kLayer);
+    PassContext ctx = gpu_ctx(gpu, cpu);
+    ctx.placement_overrides = {{"act", "tpu"}};
+    CHECK(run_passes(g, "place", ctx).message().find("--place: device 'tpu' for 'act'; expected gpu or cpu") != std::string::npos);
+  }
+  {
+    const KernelsWithout neither({OpKind::silu_mul});
+    Graph g = parsed(kLayer);
+    CHECK(run_passes(g, "place", gpu_ctx(neither, neither)).message().find("neither gpu nor cpu can run act") != std::string::npos);
+  }
+  CHECK(parse_placement_overrides("attn").status().message().find("--place: 'attn'; expected PATTERN=DEVICE") == 0);
+  CHECK(parse_placement_overrides("=cpu").status().message().find("expected PATTERN=DEVICE") != std::string::npos);
+}
+
+TEST_CASE("verify: a value read on another device without a copy, a pool on two devices, half a placement") {
+  auto placed = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  std::string all_gpu = kLayer;
+  for (const char* label : {"embd", "proj", "kv", "attn", "residual", "act"}) {
+    const std::string tail = "  # " + std::string(label) + "\n";
+    all_gpu = placed(all_gpu, tail, " @gpu" + tail);
+  }
+  CHECK(verify(parsed(all_gpu.c_str())).is_ok());
+
+  const std::string cross = placed(all_gpu, " @gpu  # act", " @cpu  # act");
+  CHECK(verify(parsed(cross.c_str())).message().find("act on cpu reads %15, made on gpu, without a copy") != std::string::npos);
+
+  const std::string pools = placed(all_gpu, " @gpu  # attn", " @cpu  # attn");
+  CHECK(verify(parsed(pools.c_str())).message().find("uses KV pool 'k_cache', which another node uses on gpu") != std::string::npos);
+
+  const std::string half = placed(all_gpu, " @gpu  # act", "  # act");
+  CHECK(verify(parsed(half.c_str())).message().find("act has no device while other nodes do") != std::string::npos);
+
+  CHECK(parse(placed(all_gpu, " @gpu  # act", " @  # act"), "t.ir").status().message().find("a device name after '@'") != std::string::npos);
+}
+
+TEST_CASE("partition: a placed graph is cut where the device changes; values crossing become transfers") {
+  const KernelsWithout gpu({OpKind::silu_mul}), cpu({});
+  Graph g = parsed(kLayer);
+  REQUIRE(run_passes(g, "place", gpu_ctx(gpu, cpu)).is_ok());
+  auto parts = partition_by_device(g);
+  REQUIRE(parts.has_value());
+  REQUIRE(parts->size() == 2);
+  const GraphPart& a = (*parts)[0];
+  const GraphPart& b = (*parts)[1];
+  CHECK(a.device == "gpu");
+  CHECK(b.device == "cpu");
+  CHECK(a.inputs.empty());
+  CHECK(!a.has_logits);
+  CHECK(b.has_logits);
+  // The cpu part reads proj and residual from the gpu part, which returns them.
+  REQUIRE(b.inputs.size() == 2);
+  for (const GraphPart::Input& in : b.inputs) {
+    CHECK(in.src_part == 0);
+    CHECK(b.graph.value(in.value).kind == ValueKind::transfer);
+    CHECK(std::find(a.graph.outputs.begin(), a.graph.outputs.end(), in.src_value) != a.graph.outputs.end());
+  }
+  CHECK(a.graph.nodes.size() == 5);
+  CHECK(b.graph.nodes.size() == 1);  // the copies are moved by the runtime, not run
+  CHECK(verify(a.graph).is_ok());
+  CHECK(verify(b.graph).is_ok());
+
+  Graph whole = parsed(kLayer);
+  auto one = partition_by_device(whole);
+  REQUIRE(one.has_value());
+  REQUIRE(one->size() == 1);
+  CHECK((*one)[0].graph.nodes.size() == whole.nodes.size());
+  CHECK((*one)[0].has_logits);
+}
