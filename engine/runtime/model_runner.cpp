@@ -163,7 +163,7 @@ Expected<ModelRunner::BucketProgram*> ModelRunner::program_for(int32_t n_tokens,
   int32_t tokens = 1;
   while (tokens < n_tokens) tokens *= 2;
   tokens = std::min(tokens, options_.max_prefill_tokens);
-  int32_t ctx = RunnerOptions::kMinContextBucket;
+  int32_t ctx = std::max(1, options_.min_context_bucket);
   while (ctx < context) ctx *= 2;
   ctx = std::min(ctx, max_context_);
   auto it = programs_.find({tokens, ctx});

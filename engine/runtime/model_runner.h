@@ -35,8 +35,10 @@ struct RunnerOptions {
   std::string passes = "default";
   // Tile sizes that replace the tiling pass's: "matmul.chunk_bytes=32768,..." (docs/ir.md).
   std::string tile;
+  // The smallest context a plan is compiled for; plans double from there up
+  // to max_context. max_context (or more) makes one context bucket.
+  int32_t min_context_bucket = 256;
   static constexpr int32_t kDefaultContextCap = 4096;
-  static constexpr int32_t kMinContextBucket = 256;  // the smallest context a plan is compiled for
 };
 
 class ModelRunner {
