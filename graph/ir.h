@@ -4,6 +4,7 @@
 // tokens of a step, R: the rows whose logits are returned); lowering fixes
 // them per shape bucket.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ enum class ValueKind : uint8_t {
   weight,      // a model tensor, bound by name at compile time
   kv_pool,     // one layer's K or V pool, bound at compile time, lives across steps
   computed,    // produced by a node
+  constant,    // data computed once at load from the recipe it records (fold_constants)
 };
 const char* to_string(ValueKind k);
 
@@ -36,6 +38,8 @@ struct Value {
   // A weight made at load by concatenating the rows of these model weights
   // (horizontal fusion); empty for a weight taken from the file as it is.
   std::vector<std::string> packed_from;
+  // A constant's recipe: what its bytes are (graph/constants.h makes them).
+  std::optional<RopeTableParams> rope_table;
 };
 
 struct Node {

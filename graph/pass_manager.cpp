@@ -23,6 +23,8 @@ const std::vector<PassInfo>& registered_passes() {
        passes::fuse_rope_kv_append},
       {"fuse_residual_norm", "a residual add (or matmul_add) and the RMSNorm of its sum into one node with both values", "cpu",
        passes::fuse_residual_norm},
+      {"fold_constants", "RoPE cos/sin of every position into one constant table made at load (needs the context's max positions)",
+       "cpu", passes::fold_constants},
       {"tile", "tile sizes for each matmul from the device's caches, cores and roofs (cost model); --tile overrides", "cpu",
        passes::tile},
   };
@@ -39,7 +41,8 @@ std::vector<std::string> default_pipeline(const std::string& target) {
   // Every target runs the same order; a fusion whose kernel a target lacks
   // leaves its pattern unfused there (it asks the target's kernel table).
   (void)target;
-  return {"shape_inference", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm", "dce", "tile"};
+  return {"shape_inference", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm",
+          "fold_constants", "dce", "tile"};
 }
 
 Expected<std::vector<const PassInfo*>> parse_pipeline(const std::string& spec, const std::string& target,

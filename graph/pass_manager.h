@@ -34,6 +34,9 @@ struct PassContext {
   const DeviceInfo* device = nullptr;
   // --tile: sizes that replace the tiling pass's choice.
   std::vector<TileOverride> tile_overrides;
+  // Positions a step may reach (the runner's context): the rows of the RoPE
+  // tables fold_constants makes. 0: unknown, and fold_constants does nothing.
+  int32_t max_positions = 0;
 };
 
 Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag = "--tile");

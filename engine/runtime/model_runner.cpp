@@ -5,6 +5,7 @@
 
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
+#include "graph/constants.h"
 #include "graph/lower.h"
 #include "graph/pass_manager.h"
 
@@ -44,6 +45,7 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
     TS_ASSIGN_OR_RETURN(auto pipeline, graph::parse_pipeline(o.passes, o.backend));
     graph::PassContext ctx{o.backend, &r->device_->kernels(), &r->device_->info(), {}};
     TS_ASSIGN_OR_RETURN(ctx.tile_overrides, graph::parse_tile_overrides(o.tile));
+    ctx.max_positions = r->max_context_;  // the rows of the folded RoPE tables
     TS_TRY(graph::run_pipeline(r->graph_, pipeline, ctx));
   }
 
@@ -52,6 +54,7 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   // not at all). Never silently.
   for (const auto& n : r->graph_.nodes) {
     OpQuery q{n.op, DType::f32, DType::f32};
+    q.rope_table = (n.op == OpKind::rope && n.inputs.size() == 3) || (n.op == OpKind::rope_kv_append && n.inputs.size() == 8);
     const bool has_weight = n.op == OpKind::matmul || n.op == OpKind::matmul_add || n.op == OpKind::matmul_silu_mul ||
                             n.op == OpKind::matmul_qkv || n.op == OpKind::matmul_add_rms_norm;
     if (has_weight || n.op == OpKind::embedding) q.weight_dtype = r->graph_.value(n.inputs[has_weight ? 1 : 0]).desc.dtype;
@@ -88,6 +91,11 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
     } else if (v.kind == graph::ValueKind::weight && !r->bound_.count(v.name)) {
       const WeightTensor* t = r->weights_->find(v.name);
       TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->import_weights(t->data));
+    } else if (v.kind == graph::ValueKind::constant && !r->bound_.count(v.name)) {
+      // A folded constant (a RoPE table): made once from its recipe, owned here like a packed weight.
+      TS_ASSIGN_OR_RETURN(auto bytes, graph::materialize_constant(v));
+      r->packed_weights_.push_back(std::move(bytes));
+      TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->import_weights(r->packed_weights_.back()));
     } else if (v.kind == graph::ValueKind::kv_pool) {
       TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->allocate(v.desc.bytes(), MemoryUse::kv_cache));
     }

@@ -77,8 +77,9 @@ class ModelRunner {
   std::map<std::string, std::unique_ptr<Buffer>> bound_;  // weights and KV pools by name
   std::map<int32_t, std::unique_ptr<Executable>> executables_;  // by bucket max_tokens
   std::vector<std::string> placement_notes_;
-  // Weights the passes packed (pack=concat_rows in the IR), made once here;
-  // the device may keep pointing at them (the CPU imports in place).
+  // Weights the passes packed (pack=concat_rows in the IR) and constants they
+  // folded (recipe=rope_table), made once here; the device may keep pointing
+  // at them (the CPU imports in place).
   std::vector<std::vector<std::byte>> packed_weights_;
 };
 
