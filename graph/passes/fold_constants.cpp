@@ -10,6 +10,7 @@
 // positions (PassContext::max_positions > 0) and the target's kernel table
 // takes the table form (OpQuery::rope_table; the CPU does, Vulkan does not).
 // Runs after fuse_rope_kv_append, which also carries a table through.
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -38,6 +39,8 @@ Status fold_constants(Graph& g, const PassContext& ctx) {
     const bool fused = n.op == OpKind::rope_kv_append && n.inputs.size() == 7 && fused_ok;
     if (!plain && !fused) continue;
     const RopeParams& p = plain ? std::get<RopeParams>(n.params) : std::get<RopeKvAppendParams>(n.params).rope;
+    // A rotation the recipe cannot describe (odd rot_dims, theta not a positive number) stays on the fly.
+    if (p.rot_dims <= 0 || p.rot_dims % 2 || !std::isfinite(p.theta) || p.theta <= 0) continue;
     const auto key = std::make_tuple(p.rot_dims, p.theta, ctx.max_positions);
     auto it = tables.find(key);
     if (it == tables.end()) {
