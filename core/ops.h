@@ -59,6 +59,16 @@ struct RopeParams {
   RopeLayout layout = RopeLayout::interleaved;
 };
 
+// A RoPE cos/sin table (graph constant recipe rope_table): row p holds, for
+// each rotated pair i < rot_dims/2, cos and sin of p * theta^(-2i/rot_dims),
+// computed with exactly the f32 arithmetic the on-the-fly kernels use. The
+// pairing (layout) and head count do not enter it, so one table serves them all.
+struct RopeTableParams {
+  int32_t rot_dims = 0;
+  float theta = 10000.0f;
+  int32_t positions = 0;  // rows: positions 0 .. positions-1
+};
+
 // Paged KV: a pool holds num_blocks * block_size token slots, each
 // n_kv_heads * head_dim values. slot = block_id * block_size + offset.
 struct KvCacheParams {

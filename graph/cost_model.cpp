@@ -18,7 +18,10 @@ OpCost estimate_cost(const Graph& g, const Node& n, int64_t rows) {
   for (ValueId in : n.inputs) {
     const Value& v = g.value(in);
     // A KV pool is read only as far as the context reaches; counted by attention, not here.
-    if (v.kind != ValueKind::kv_pool) c.bytes += bytes_at(v, rows);
+    // A folded RoPE table is read one row per token.
+    if (v.kind == ValueKind::constant && v.desc.shape.rank > 0 && v.desc.shape[0] > 0)
+      c.bytes += (double)v.desc.bytes() / (double)v.desc.shape[0] * (double)rows;
+    else if (v.kind != ValueKind::kv_pool) c.bytes += bytes_at(v, rows);
   }
   for (ValueId out : n.outputs)
     if (g.value(out).aliases == kNoValue) c.bytes += bytes_at(g.value(out), rows);

@@ -9,12 +9,15 @@ const char* to_string(ValueKind k) {
     case ValueKind::kv_pool: return "kv_pool";
     case ValueKind::computed: return "computed";
     case ValueKind::transfer: return "transfer";
+    case ValueKind::constant: return "constant";
   }
   return "?";
 }
 
 OpQuery query_for(const Graph& g, const Node& n) {
   OpQuery q{n.op, DType::f32, DType::f32};
+  for (ValueId in : n.inputs)
+    if (g.value(in).kind == ValueKind::constant && g.value(in).rope_table) q.rope_table = true;
   for (ValueId in : n.inputs)
     if (g.value(in).kind == ValueKind::weight) {
       q.weight_dtype = g.value(in).desc.dtype;
@@ -37,12 +40,14 @@ void compact_values(Graph& g) {
     for (ValueId v : n.outputs) used[(size_t)v] = 1;
   }
   for (ValueId v : g.outputs) used[(size_t)v] = 1;
-  // Weights and pools nothing reads any more go too (a weight packed into another).
+  // Weights, pools and constants nothing reads any more go too (a weight packed into another).
   std::vector<char> read(g.values.size(), 0);
   for (const Node& n : g.nodes)
     for (ValueId v : n.inputs) read[(size_t)v] = 1;
   for (size_t i = 0; i < g.values.size(); ++i)
-    if ((g.values[i].kind == ValueKind::weight || g.values[i].kind == ValueKind::kv_pool) && !read[i]) used[i] = 0;
+    if ((g.values[i].kind == ValueKind::weight || g.values[i].kind == ValueKind::kv_pool ||
+         g.values[i].kind == ValueKind::constant) && !read[i])
+      used[i] = 0;
   std::vector<ValueId> new_id(g.values.size(), kNoValue);
   std::vector<Value> kept;
   for (size_t i = 0; i < g.values.size(); ++i) {

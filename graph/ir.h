@@ -4,6 +4,7 @@
 // tokens of a step, R: the rows whose logits are returned); lowering fixes
 // them per shape bucket.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ enum class ValueKind : uint8_t {
   // Only in the per-device parts lowering cuts a placed graph into
   // (graph/lower.h): a value another part computed, bound like a weight.
   transfer,
+  constant,    // data computed once at load from the recipe it records (fold_constants)
 };
 const char* to_string(ValueKind k);
 
@@ -40,6 +42,8 @@ struct Value {
   // A weight made at load by concatenating the rows of these model weights
   // (horizontal fusion); empty for a weight taken from the file as it is.
   std::vector<std::string> packed_from;
+  // A constant's recipe: what its bytes are (graph/constants.h makes them).
+  std::optional<RopeTableParams> rope_table;
 };
 
 struct Node {

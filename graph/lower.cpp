@@ -73,13 +73,15 @@ Expected<Plan> lower(const Graph& g, const ShapeBucket& bucket) {
           t.offset = mem.values[i].offset;
         }
         break;
+      // A constant is bound like a weight: the runner makes its bytes once (graph/constants.h) and binds them by name.
       case ValueKind::weight:
+      case ValueKind::constant:
       case ValueKind::kv_pool:
       case ValueKind::transfer:
       case ValueKind::step_input: {
         PlanBuffer pb;
         pb.name = v.name;
-        pb.role = v.kind == ValueKind::weight     ? BufferRole::weight
+        pb.role = v.kind == ValueKind::weight || v.kind == ValueKind::constant ? BufferRole::weight
                   : v.kind == ValueKind::kv_pool  ? BufferRole::kv_pool
                   : v.kind == ValueKind::transfer ? BufferRole::transfer
                                                   : BufferRole::step_input;

@@ -191,6 +191,19 @@ Expected<RopeParams> rope_fields(Fields& f, Line& l) {
   return p;
 }
 
+// A constant's recipe: {recipe=rope_table, rot_dims=N, theta=F, positions=N}, every field, no other.
+Expected<RopeTableParams> constant_recipe(Line& l, std::map<std::string, std::string> attrs) {
+  Fields f(l, std::move(attrs));
+  TS_ASSIGN_OR_RETURN(std::string recipe, f.take("recipe"));
+  if (recipe != "rope_table") return l.error("recipe=rope_table (the only constant recipe), got '" + recipe + "'");
+  RopeTableParams p;
+  TS_ASSIGN_OR_RETURN(p.rot_dims, f.i("rot_dims"));
+  TS_ASSIGN_OR_RETURN(p.theta, f.f("theta"));
+  TS_ASSIGN_OR_RETURN(p.positions, f.i("positions"));
+  TS_TRY(f.done());
+  return p;
+}
+
 Expected<OpParams> params_for(OpKind op, Line& l, std::map<std::string, std::string> attrs) {
   Fields f(l, std::move(attrs));
   OpParams out = NoParams{};
@@ -305,10 +318,13 @@ Expected<Graph> parse(std::string_view text, const std::string& source) {
     } while (l.accept(','));
     TS_TRY(l.expect('='));
     const std::string head = l.word();
-    if (head == "input" || head == "weight" || head == "kv_pool") {
+    if (head == "input" || head == "weight" || head == "kv_pool" || head == "constant") {
       if (ids.size() != 1) return l.error("one value for an " + head);
       Value v;
-      v.kind = head == "input" ? ValueKind::step_input : head == "weight" ? ValueKind::weight : ValueKind::kv_pool;
+      v.kind = head == "input"    ? ValueKind::step_input
+               : head == "weight" ? ValueKind::weight
+               : head == "kv_pool" ? ValueKind::kv_pool
+                                   : ValueKind::constant;
       TS_ASSIGN_OR_RETURN(v.name, l.quoted());
       if (v.kind == ValueKind::step_input) {
         auto f = step_field_from_name(v.name);
@@ -332,13 +348,17 @@ Expected<Graph> parse(std::string_view text, const std::string& source) {
         }
         attrs.erase(it);
       }
+      if (v.kind == ValueKind::constant) {
+        TS_ASSIGN_OR_RETURN(v.rope_table, constant_recipe(l, std::move(attrs)));
+        attrs.clear();
+      }
       if (!attrs.empty()) return l.error("no attribute '" + attrs.begin()->first + "' on a " + head);
       if (!l.at_end()) return l.error("the end of the line");
       defs[ids[0]] = std::move(v);
       continue;
     }
     auto op = op_from_name(head);
-    if (!op) return l.error("an op name or input/weight/kv_pool, got '" + head + "'");
+    if (!op) return l.error("an op name or input/weight/kv_pool/constant, got '" + head + "'");
     Node n{*op, NoParams{}, {}, ids, ""};
     TS_TRY(l.expect('('));
     while (!l.accept(')')) {

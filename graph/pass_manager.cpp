@@ -25,6 +25,8 @@ const std::vector<PassInfo>& registered_passes() {
        passes::fuse_residual_norm},
       {"place", "each node on the target or, where the target lacks its kernel (or --place says so), on the CPU; copies where values cross", "all",
        passes::place},
+      {"fold_constants", "RoPE cos/sin of every position into one constant table made at load (needs the context's max positions)",
+       "cpu", passes::fold_constants},
       {"tile", "tile sizes for each matmul from the device's caches, cores and roofs (cost model); --tile overrides", "cpu",
        passes::tile},
   };
@@ -41,7 +43,8 @@ std::vector<std::string> default_pipeline(const std::string& target) {
   // Every target runs the same order; a fusion whose kernel a target lacks
   // leaves its pattern unfused there (it asks the target's kernel table).
   (void)target;
-  return {"shape_inference", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm", "dce", "place", "tile"};
+  return {"shape_inference", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm",
+          "fold_constants", "dce", "place", "tile"};
 }
 
 Expected<std::vector<const PassInfo*>> parse_pipeline(const std::string& spec, const std::string& target,

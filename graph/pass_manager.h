@@ -47,6 +47,9 @@ struct PassContext {
   const KernelTable* fallback_kernels = nullptr;
   std::vector<PlacementOverride> placement_overrides;  // --place
   bool strict = false;  // --strict: a node the target cannot run is an error, not a fallback
+  // Positions a step may reach (the runner's context): the rows of the RoPE
+  // tables fold_constants makes. 0: unknown, and fold_constants does nothing.
+  int32_t max_positions = 0;
 };
 
 // Why placement put n off the target, in a line naming it ("" when it is on the target or a copy).

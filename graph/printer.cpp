@@ -89,6 +89,11 @@ std::string print(const Graph& g) {
       for (size_t k = 0; k < v.packed_from.size(); ++k) os << (k ? ", \"" : "\"") << v.packed_from[k] << "\"";
       os << ")}";
     }
+    if (v.rope_table) {
+      // What the constant's bytes are; made once at load (graph/constants.h).
+      os << " {recipe=rope_table, rot_dims=" << v.rope_table->rot_dims << ", theta=" << fmt_float(v.rope_table->theta)
+         << ", positions=" << v.rope_table->positions << "}";
+    }
     os << "\n";
   }
   for (const Node& n : g.nodes) os << "  " << print_node(g, n) << "\n";

@@ -1,5 +1,6 @@
 #include "graph/shape_rules.h"
 
+#include <charconv>
 #include <string>
 
 namespace tessera::graph {
@@ -15,6 +16,25 @@ std::string desc_of(const Value& v) { return v.desc.to_string(); }
 
 InferredOutput f32_rows(RowCount rows, int64_t rows_max, int64_t cols) {
   return {TensorDesc::contiguous(DType::f32, Shape{rows_max, cols}), rows};
+}
+
+std::string shortest(float f) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, f).ptr);
+}
+
+// rope's and rope_kv_append's optional trailing input: a rope_table constant
+// made for this rotation (same rot_dims and theta), so reading it computes
+// what the kernel would on the fly.
+Status check_rope_table(OpKind op, const RopeParams& p, const Value& t) {
+  if (t.kind != ValueKind::constant || !t.rope_table)
+    return invalid_argument(std::string(name(op)) + ": the table input must be a rope_table constant, got a " + to_string(t.kind));
+  const RopeTableParams& r = *t.rope_table;
+  if (r.rot_dims != p.rot_dims || r.theta != p.theta)
+    return invalid_argument(std::string(name(op)) + ": table '" + t.name + "' is for rot_dims=" + std::to_string(r.rot_dims) +
+                            ", theta=" + shortest(r.theta) + "; the node rotates rot_dims=" + std::to_string(p.rot_dims) +
+                            ", theta=" + shortest(p.theta));
+  return Status::ok();
 }
 
 }  // namespace
@@ -45,8 +65,10 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       return std::vector{f32_rows(v(0).rows, x.shape[0], w.shape[0])};
     }
     case OpKind::rope: {
-      TS_TRY(arity(2));
+      // (x, positions[, table])
+      TS_TRY(expect(in.size() == 2 || in.size() == 3, op, "expects 2 inputs (x, positions) or 3 (x, positions, table), got " + std::to_string(in.size())));
       const auto& p = std::get<RopeParams>(params);
+      if (in.size() == 3) TS_TRY(check_rope_table(op, p, v(2)));
       TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.n_heads * p.head_dim, op, "x width is not n_heads * head_dim"));
       TS_TRY(expect(p.rot_dims > 0 && p.rot_dims <= p.head_dim && p.rot_dims % 2 == 0, op, "rot_dims must be even and <= head_dim"));
       return std::vector{InferredOutput{v(0).desc, v(0).rows}};
@@ -129,9 +151,10 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       return std::vector{s, s};
     }
     case OpKind::rope_kv_append: {
-      // (q, k, v, positions, slot_mapping, k_pool, v_pool) -> (rope(q), k_pool', v_pool')
-      TS_TRY(arity(7));
+      // (q, k, v, positions, slot_mapping, k_pool, v_pool[, table]) -> (rope(q), k_pool', v_pool')
+      TS_TRY(expect(in.size() == 7 || in.size() == 8, op, "expects 7 inputs (q, k, v, positions, slot_mapping, k_pool, v_pool) or 8 (and a table), got " + std::to_string(in.size())));
       const auto& p = std::get<RopeKvAppendParams>(params);
+      if (in.size() == 8) TS_TRY(check_rope_table(op, p.rope, v(7)));
       const int64_t width = (int64_t)p.kv.n_kv_heads * p.kv.head_dim;
       TS_TRY(expect(p.kv.head_dim == p.rope.head_dim, op, "rope and KV head_dim differ"));
       TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.rope.n_heads * p.rope.head_dim, op, "q width is not n_heads * head_dim"));

@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "graph/constants.h"
 #include "graph/memory_plan.h"
 #include "graph/printer.h"
 #include "graph/shape_rules.h"
@@ -28,7 +29,7 @@ Status verify_ssa(const Graph& g) {
     for (ValueId out : n.outputs) {
       if (out < 0 || out >= n_values) return invalid_argument("verify: " + where(n) + ": output %" + std::to_string(out) + " does not exist");
       if (g.value(out).kind != ValueKind::computed)
-        return invalid_argument("verify: " + where(n) + ": defines %" + std::to_string(out) + ", which is an input, weight or pool");
+        return invalid_argument("verify: " + where(n) + ": defines %" + std::to_string(out) + ", which is an input, weight, pool or constant");
       if (producer[(size_t)out] >= 0)
         return invalid_argument("verify: " + where(n) + ": %" + std::to_string(out) + " is defined twice (SSA)");
       producer[(size_t)out] = (int32_t)ni;
@@ -118,6 +119,15 @@ Status verify_placement(const Graph& g) {
   return Status::ok();
 }
 
+Status verify_constants(const Graph& g) {
+  for (const Value& v : g.values) {
+    if (v.rope_table && v.kind != ValueKind::constant)
+      return invalid_argument("verify: '" + v.name + "': only constants have a recipe");
+    if (v.kind == ValueKind::constant) TS_TRY(check_constant(v).with_context("verify"));
+  }
+  return Status::ok();
+}
+
 Status verify_memory(const Graph& g) {
   for (int64_t rows : {1, 64}) {
     TS_TRY(verify_memory_plan(g, plan_memory(g, value_bytes_at(g, rows))).with_context("verify: memory plan at " + std::to_string(rows) + " rows"));
@@ -129,6 +139,7 @@ Status verify_memory(const Graph& g) {
 
 Status verify(const Graph& g) {
   TS_TRY(verify_ssa(g));
+  TS_TRY(verify_constants(g));  // before the shape rules, which read a table's recipe
   TS_TRY(verify_types(g));
   TS_TRY(verify_weights(g));
   TS_TRY(verify_placement(g));

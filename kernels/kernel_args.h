@@ -45,6 +45,17 @@ struct RopeArgs {
   const int32_t* positions = nullptr;
   int64_t n_tokens = 0;
   RopeParams p;
+  // Optional: the folded cos/sin table (rope_table), [table_rows, rot_dims/2, 2];
+  // null computes cos/sin on the fly. Every position must be below table_rows
+  // (the caller checks: core/hal/step_check).
+  const float* table = nullptr;
+  int64_t table_rows = 0;
+};
+
+// rope_table: out [p.positions, p.rot_dims/2, 2] = (cos, sin) per position and pair.
+struct RopeTableArgs {
+  float* out = nullptr;
+  RopeTableParams p;
 };
 
 // Pools are [num_slots, n_kv_heads * head_dim] f32; slot = block * block_size + offset.
@@ -164,6 +175,8 @@ struct RopeKvAppendArgs {
   float* v_pool = nullptr;
   int64_t num_slots = 0;
   RopeKvAppendParams p;
+  const float* table = nullptr;  // optional, as RopeArgs::table
+  int64_t table_rows = 0;
 };
 
 }  // namespace tessera::kernels

@@ -95,6 +95,7 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
     }
     exe->dispatches_.push_back(std::move(bd));
   }
+  exe->rope_rows_ = step_limits(exe->plan_).rope_rows;
   if (exe->kv_slots_ == INT64_MAX) exe->kv_slots_ = 0;
   exe->kv_blocks_ = exe->block_size_ > 0 ? exe->kv_slots_ / exe->block_size_ : 0;
   exe->scratch_.reset(CpuBuffer::owned(scratch, MemoryUse::activations));
@@ -105,7 +106,7 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
 // Every index a kernel will follow is checked before any kernel runs
 // (core/hal/step_check.h, shared with the other backends).
 Status CpuExecutable::check_step(const StepArgs& a) const {
-  return check_step_args(plan_.bucket, StepLimits{kv_slots_, kv_blocks_, block_size_, -1}, a);
+  return check_step_args(plan_.bucket, StepLimits{kv_slots_, kv_blocks_, block_size_, -1, rope_rows_}, a);
 }
 
 Status CpuExecutable::run(const StepArgs& args) {
@@ -227,13 +228,20 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
       r.v_pool = f32(d.in[6]);
       r.num_slots = d.in[5].desc.shape[0];
       r.p = std::get<RopeKvAppendParams>(d.params);
+      if (d.in.size() == 8) {
+        r.table = f32(d.in[7]);
+        r.table_rows = d.in[7].desc.shape[0];
+      }
       k::rope_kv_append(r, pool_);
       return Status::ok();
     }
     case OpKind::rope: {
       float* x = f32(d.out[0]);
       if (x != f32(d.in[0])) std::memcpy(x, f32(d.in[0]), (size_t)(rows * d.in[0].desc.shape.last()) * 4);
-      k::rope({x, i32(d.in[1]), rows, std::get<RopeParams>(d.params)}, pool_);
+      const bool table = d.in.size() == 3;
+      k::rope({x, i32(d.in[1]), rows, std::get<RopeParams>(d.params), table ? f32(d.in[2]) : nullptr,
+               table ? d.in[2].desc.shape[0] : 0},
+              pool_);
       return Status::ok();
     }
     case OpKind::kv_append: {

@@ -50,6 +50,7 @@ class CpuExecutable final : public Executable {
   int64_t kv_slots_ = 0;    // slots in the smallest pool, bound for slot_mapping
   int64_t kv_blocks_ = 0;
   int32_t block_size_ = 0;
+  int64_t rope_rows_ = 0;   // rows of the smallest folded RoPE table, bound for positions; 0: none
   // TESSERA_PROFILE=1: wall time per op kind, printed when the executable goes.
   bool profile_ = false;
   std::array<double, kOpKindCount> op_ns_{};

@@ -25,6 +25,9 @@ KernelChoice CpuKernelTable::query(const OpQuery& q) const {
       return {true, k::matmul_kernel_name(q.weight_dtype, 1) + "+" + std::string(name(q.op)), ""};
     case OpKind::embedding:
       return {true, std::string(name(q.weight_dtype)) + "_embedding", ""};
+    case OpKind::rope:
+    case OpKind::rope_kv_append:
+      return {true, std::string(name(q.op)) + (q.rope_table ? "_from_table__" : "__") + isa, ""};
     default:
       return {true, std::string(name(q.op)) + "__" + isa, ""};
   }

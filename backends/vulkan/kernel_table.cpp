@@ -20,9 +20,11 @@ KernelChoice VulkanKernelTable::query(const OpQuery& q) const {
       if (!weight_dtype_supported(q.weight_dtype))
         return {false, "", "no vulkan embedding shader for " + wt + " tables (f32, f16, bf16, q8_0, q4_0 are implemented)"};
       return {true, wt + "_embedding" + suffix, ""};
+    case OpKind::rope:
+      if (q.rope_table) return {false, "", "the vulkan rope shader computes cos/sin itself; it takes no folded rope_table input"};
+      return {true, "rope" + suffix, ""};
     case OpKind::paged_attention: return {true, "paged_attention_split+merge+prefill" + suffix, ""};
     case OpKind::rms_norm:
-    case OpKind::rope:
     case OpKind::kv_append:
     case OpKind::silu_mul:
     case OpKind::add:

@@ -12,6 +12,9 @@ struct OpQuery {
   OpKind op;
   DType dtype = DType::f32;         // activations
   DType weight_dtype = DType::f32;  // matmul / embedding weights
+  // rope / rope_kv_append reading a folded cos/sin table (graph constant
+  // rope_table) as a trailing input instead of computing cos/sin itself.
+  bool rope_table = false;
 };
 
 struct KernelChoice {

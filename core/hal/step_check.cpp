@@ -45,7 +45,11 @@ StepLimits step_limits(const Plan& plan) {
     } else if (d.op == OpKind::paged_attention && d.inputs.size() >= 3) {
       slots = std::min(slots, d.inputs[1].desc.shape[0]);
       l.block_size = std::get<AttentionParams>(d.params).block_size;
-    } else if (d.op == OpKind::embedding && d.inputs.size() >= 2) {
+    } else if ((d.op == OpKind::rope && d.inputs.size() == 3) || (d.op == OpKind::rope_kv_append && d.inputs.size() == 8)) {
+      const int64_t rows = d.inputs.back().desc.shape[0];
+      l.rope_rows = l.rope_rows == 0 ? rows : std::min(l.rope_rows, rows);
+    }
+    if (d.op == OpKind::embedding && d.inputs.size() >= 2) {
       const PlanBuffer& pb = plan.buffers[d.inputs[1].buffer];
       if (pb.role == BufferRole::step_input && pb.field == StepField::token_ids)
         l.vocab = l.vocab < 0 ? d.inputs[0].desc.shape[0] : std::min(l.vocab, d.inputs[0].desc.shape[0]);
@@ -98,6 +102,11 @@ Status check_step_args(const ShapeBucket& b, const StepLimits& lim, const StepAr
     if (a.slot_mapping[t] < 0 || a.slot_mapping[t] >= lim.kv_slots)
       return invalid_argument("step: slot_mapping[" + std::to_string(t) + "] = " + std::to_string(a.slot_mapping[t]) +
                               " is not a KV slot");
+  // A folded RoPE table has a row per position up to the runner's context; none past it is read.
+  for (int32_t t = 0; t < a.n_tokens && lim.rope_rows > 0; ++t)
+    if (a.positions[t] < 0 || a.positions[t] >= lim.rope_rows)
+      return out_of_range("step: position " + std::to_string(a.positions[t]) + " of token " + std::to_string(t) +
+                          " is outside the RoPE table's " + std::to_string(lim.rope_rows) + " positions (the context it was folded for)");
   for (int32_t t = 0; t < a.n_tokens && lim.vocab >= 0; ++t)
     if (a.token_ids[t] < 0 || a.token_ids[t] >= lim.vocab)
       return out_of_range("step: token id " + std::to_string(a.token_ids[t]) + " is outside the vocabulary [0, " +

@@ -18,6 +18,7 @@ struct StepLimits {
   int64_t kv_blocks = 0;   // block table entries must be below
   int32_t block_size = 0;  // of the KV pools; 0 when the plan has none
   int64_t vocab = -1;      // token ids must be below (smallest table an embedding reads token_ids from)
+  int64_t rope_rows = 0;   // positions must be below (the smallest folded RoPE table a rope reads); 0: no table
 };
 
 StepLimits step_limits(const Plan& plan);

@@ -6,6 +6,7 @@
 
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
+#include "graph/constants.h"
 #include "graph/lower.h"
 #include "graph/pass_manager.h"
 
@@ -67,6 +68,7 @@ Status ModelRunner::place_and_bind() {
   ctx.fallback_target = "cpu";
   ctx.fallback_kernels = cpu ? &cpu->kernels() : &target.kernels();
   ctx.strict = o.strict;
+  ctx.max_positions = max_context_;  // the rows of the folded RoPE tables
   TS_TRY(graph::run_pipeline(graph_, pipeline, ctx));
 
   // Never silently: what runs off the asked-for backend is reported once,
@@ -130,6 +132,13 @@ Status ModelRunner::place_and_bind() {
         const WeightTensor* t = weights_->find(v.name);
         if (!t) return internal_error("weight '" + v.name + "' is not in the model");
         TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(t->data));
+      } else if (v.kind == graph::ValueKind::constant) {
+        // A folded constant (a RoPE table): made once from its recipe, owned here like a packed weight.
+        auto [it, fresh] = packed_weights_.try_emplace(v.name);
+        if (fresh) {
+          TS_ASSIGN_OR_RETURN(it->second, graph::materialize_constant(v));
+        }
+        TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(it->second));
       } else if (v.kind == graph::ValueKind::kv_pool) {
         TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->allocate(v.desc.bytes(), MemoryUse::kv_cache));
       }

@@ -116,8 +116,9 @@ class ModelRunner {
   int32_t max_blocks_per_seq_ = 0;
   std::map<std::pair<int32_t, int32_t>, BucketProgram> programs_;  // by (tokens, context) bucket
   std::vector<std::string> placement_notes_;
-  // Weights the passes packed (pack=concat_rows in the IR), made once here
-  // and imported by each device that reads them; a device may keep pointing
+  // Weights the passes packed (pack=concat_rows in the IR) and constants they
+  // folded (recipe=rope_table), made once here and imported by each device
+  // that reads them; a device may keep pointing
   // at them (the CPU imports in place).
   std::map<std::string, std::vector<std::byte>> packed_weights_;
   std::vector<std::byte> staging_;        // transfers between two devices without host memory

@@ -4,8 +4,9 @@
 // -> q', kp', vp' = rope_kv_append(q, k, v, pos, slots, kp, vp)
 // when k' has no other reader, q' is read only by an attention over kp' and
 // vp', and both ropes agree on everything but the head count. The fused node
-// stands where the append stood. Backends: any whose kernel table has
-// rope_kv_append (cpu).
+// stands where the append stood; a folded table both ropes read (when
+// fold_constants ran first) becomes its trailing input. Backends: any whose
+// kernel table has rope_kv_append (cpu).
 #include "graph/passes/passes.h"
 #include "graph/passes/rewrite_util.h"
 
@@ -43,6 +44,14 @@ Status fuse_rope_kv_append(Graph& g, const PassContext& ctx) {
     if (!same_rotation(pq, pk) || pk.n_heads != kv.n_kv_heads || pk.head_dim != kv.head_dim ||
         ropeq.inputs[1] != ropek.inputs[1])
       continue;
+    // Ropes already reading a folded table (fold_constants ran first) fuse only when they read the same one.
+    const ValueId table = ropeq.inputs.size() == 3 ? ropeq.inputs[2] : kNoValue;
+    if ((ropek.inputs.size() == 3 ? ropek.inputs[2] : kNoValue) != table) continue;
+    if (table != kNoValue && ctx.kernels) {
+      OpQuery q{OpKind::rope_kv_append, DType::f32, DType::f32};
+      q.rope_table = true;
+      if (!ctx.kernels->query(q).supported) continue;
+    }
     RopeKvAppendParams p{pq, kv};
     std::string label = app.label;
     if (const size_t dot = label.rfind('.'); dot != std::string::npos) label = label.substr(0, dot + 1) + "rope_kv_append";
@@ -50,6 +59,7 @@ Status fuse_rope_kv_append(Graph& g, const PassContext& ctx) {
     app.op = OpKind::rope_kv_append;
     app.params = p;
     app.inputs = {ropeq.inputs[0], ropek.inputs[0], app.inputs[1], ropeq.inputs[1], app.inputs[2], app.inputs[3], app.inputs[4]};
+    if (table != kNoValue) app.inputs.push_back(table);
     app.outputs = {q_rot, app.outputs[0], app.outputs[1]};
     app.label = label;
     g.value(q_rot).producer = (int32_t)i;

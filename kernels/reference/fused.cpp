@@ -37,9 +37,9 @@ void rope_kv_append(const RopeKvAppendArgs& a) {
   std::memcpy(q.data(), a.q, q.size() * 4);
   RopeParams rk = a.p.rope;
   rk.n_heads = a.p.kv.n_kv_heads;
-  rope({k.data(), a.positions, a.n_tokens, rk});
+  rope({k.data(), a.positions, a.n_tokens, rk, a.table, a.table_rows});
   kv_append({k.data(), a.v, a.slot_mapping, a.n_tokens, a.k_pool, a.v_pool, a.num_slots, a.p.kv});
-  rope({q.data(), a.positions, a.n_tokens, a.p.rope});
+  rope({q.data(), a.positions, a.n_tokens, a.p.rope, a.table, a.table_rows});
   std::memcpy(a.q_out, q.data(), q.size() * 4);
 }
 

@@ -10,6 +10,8 @@ void embedding(const EmbeddingArgs& a);
 void rms_norm(const RmsNormArgs& a);
 void matmul(const MatmulArgs& a);  // ignores workspace
 void rope(const RopeArgs& a);
+// The folded cos/sin table rope reads when given one (graph constant rope_table).
+void rope_table(const RopeTableArgs& a);
 void kv_append(const KvAppendArgs& a);
 void paged_attention(const AttentionArgs& a);  // ignores workspace
 void silu_mul(const SiluMulArgs& a);

@@ -1,6 +1,5 @@
-#include <cmath>
-
 #include "kernels/reference/reference.h"
+#include "kernels/rope_math.h"
 
 namespace tessera::kernels::reference {
 
@@ -13,9 +12,14 @@ void rope(const RopeArgs& a) {
     for (int h = 0; h < p.n_heads; ++h) {
       float* x = a.x + (t * p.n_heads + h) * p.head_dim;
       for (int i = 0; i < half; ++i) {
-        const float freq = 1.0f / powf(p.theta, (float)(2 * i) / (float)p.rot_dims);
-        const float val = (float)a.positions[t] * freq;
-        const float c = cosf(val), s = sinf(val);
+        float c, s;
+        if (a.table) {
+          const float* cs = a.table + ((int64_t)a.positions[t] * half + i) * 2;
+          c = cs[0];
+          s = cs[1];
+        } else {
+          rope_cos_sin(a.positions[t], i, p.rot_dims, p.theta, c, s);
+        }
         float* x0 = p.layout == RopeLayout::interleaved ? &x[2 * i] : &x[i];
         float* x1 = p.layout == RopeLayout::interleaved ? &x[2 * i + 1] : &x[i + half];
         const float v0 = *x0, v1 = *x1;
@@ -24,6 +28,15 @@ void rope(const RopeArgs& a) {
       }
     }
   }
+}
+
+void rope_table(const RopeTableArgs& a) {
+  const int half = a.p.rot_dims / 2;
+  for (int32_t pos = 0; pos < a.p.positions; ++pos)
+    for (int i = 0; i < half; ++i) {
+      float* cs = a.out + ((int64_t)pos * half + i) * 2;
+      rope_cos_sin(pos, i, a.p.rot_dims, a.p.theta, cs[0], cs[1]);
+    }
 }
 
 }  // namespace tessera::kernels::reference

@@ -1,6 +1,8 @@
 // Every end-to-end greedy case in ../shared/reference gives the reference ids
 // with the default passes, with none, and with each fusion disabled on its
-// own: fusion changes how a step is dispatched, never what it computes.
+// own: fusion changes how a step is dispatched, never what it computes. The
+// folded RoPE tables too: with fold_constants, without it, and on its own
+// (unfused ropes reading the table).
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -14,7 +16,7 @@ namespace {
 
 const char* const kPipelines[] = {"default", "none", "default,-fuse_qkv", "default,-fuse_gate_up",
                                   "default,-fuse_matmul_residual", "default,-fuse_rope_kv_append",
-                                  "default,-fuse_residual_norm"};
+                                  "default,-fuse_residual_norm", "default,-fold_constants", "fold_constants"};
 
 std::string ids_of(const std::vector<std::string>& args) {
   const auto r = run_tessera(args);

@@ -26,7 +26,8 @@ struct IrFlags {
 } f;
 
 // Runs the pipeline on g with the target's kernel table, printing and timing as asked.
-int run_and_print(graph::Graph& g, const std::string& spec) {
+// max_positions: the context the RoPE tables are folded for (0: fold_constants skips).
+int run_and_print(graph::Graph& g, const std::string& spec, int32_t max_positions) {
   auto pipeline = graph::parse_pipeline(spec, f.target);
   if (!pipeline) return fail(pipeline.status());
   // The target's kernel table decides which fusions apply.
@@ -48,6 +49,7 @@ int run_and_print(graph::Graph& g, const std::string& spec) {
   if (!place) return fail(place.status());
   ctx.placement_overrides = *place;
   ctx.strict = f.strict;
+  ctx.max_positions = max_positions;
   graph::PipelineOptions po;
   po.verify_each = true;
   po.print_after_all = f.print_after_all;
@@ -82,7 +84,8 @@ int parse_main() {
   if (Status s = graph::verify(*g); !s.is_ok()) return fail(s.with_context(f.parse_file));
   std::fprintf(stderr, "tessera: %s: %zu nodes, %zu values; verified\n", f.parse_file.c_str(), g->nodes.size(), g->values.size());
   // A parsed graph is printed back as it is unless passes are asked for.
-  return run_and_print(*g, f.passes.empty() ? "none" : f.passes);
+  // --ctx sizes the tables fold_constants makes when asked for here; a parsed graph's own constants carry theirs.
+  return run_and_print(*g, f.passes.empty() ? "none" : f.passes, f.ctx);
 }
 
 int ir_main() {
@@ -103,7 +106,7 @@ int ir_main() {
     return fail(invalid_argument("--ctx: expected 1 to " + std::to_string(c.context_length) + " and --block-size >= 1"));
   auto g = build_llama_graph(*w, KvLayout{(ctx + f.block_size - 1) / f.block_size, f.block_size});
   if (!g) return fail(g.status());
-  return run_and_print(*g, f.passes.empty() ? "default" : f.passes);
+  return run_and_print(*g, f.passes.empty() ? "default" : f.passes, ctx);
 }
 
 }  // namespace
@@ -120,7 +123,7 @@ Subcommand add_ir(CLI::App& app) {
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, e.g. paged_attention=cpu");
   s->add_flag("--strict", f.strict, "placement refuses a node the target cannot run instead of putting it on the CPU");
   s->add_option("--memory-plan", f.memory_plan_rows, "after the graph, print its arena plan at this many rows (T = R)");
-  s->add_option("--ctx", f.ctx, "context length the KV pools are sized for (default: the model's, at most 4096)");
+  s->add_option("--ctx", f.ctx, "context length the KV pools and folded RoPE tables are sized for (default: the model's, at most 4096)");
   s->add_option("--block-size", f.block_size, "KV block size in tokens");
   s->add_option("--parse", f.parse_file, "read a printed graph from FILE, verify it, run --passes on it and print it");
   s->add_flag("--list-passes", f.list_passes, "list the passes and the default order");
