@@ -23,6 +23,12 @@ const std::vector<PassInfo>& registered_passes() {
        passes::fuse_rope_kv_append},
       {"fuse_residual_norm", "a residual add (or matmul_add) and the RMSNorm of its sum into one node with both values", "cpu",
        passes::fuse_residual_norm},
+      {"fuse_matmul_epilogue",
+       "a matmul and the elementwise chain on its product (bias, activation, add/mul with a tensor) into one matmul "
+       "whose epilogue runs on each output block",
+       "cpu", passes::fuse_matmul_epilogue},
+      {"fuse_elementwise", "a chain of single-use elementwise ops into one elementwise node running a small program", "cpu",
+       passes::fuse_elementwise},
       {"tile", "tile sizes for each matmul from the device's caches, cores and roofs (cost model); --tile overrides", "cpu",
        passes::tile},
   };
@@ -39,7 +45,8 @@ std::vector<std::string> default_pipeline(const std::string& target) {
   // Every target runs the same order; a fusion whose kernel a target lacks
   // leaves its pattern unfused there (it asks the target's kernel table).
   (void)target;
-  return {"shape_inference", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm", "dce", "tile"};
+  return {"shape_inference", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm",
+          "fuse_matmul_epilogue", "fuse_elementwise", "dce", "tile"};
 }
 
 Expected<std::vector<const PassInfo*>> parse_pipeline(const std::string& spec, const std::string& target,

@@ -52,8 +52,7 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   // not at all). Never silently.
   for (const auto& n : r->graph_.nodes) {
     OpQuery q{n.op, DType::f32, DType::f32};
-    const bool has_weight = n.op == OpKind::matmul || n.op == OpKind::matmul_add || n.op == OpKind::matmul_silu_mul ||
-                            n.op == OpKind::matmul_qkv || n.op == OpKind::matmul_add_rms_norm;
+    const bool has_weight = is_matmul_family(n.op);
     if (has_weight || n.op == OpKind::embedding) q.weight_dtype = r->graph_.value(n.inputs[has_weight ? 1 : 0]).desc.dtype;
     const KernelChoice k = r->device_->kernels().query(q);
     if (!k.supported)
@@ -140,8 +139,7 @@ Status ModelRunner::step(const StepArgs& args, std::span<float> logits_out) {
 uint64_t ModelRunner::weight_bytes_per_token() const {
   uint64_t total = 0;
   for (const auto& n : graph_.nodes) {
-    if (n.op == OpKind::matmul || n.op == OpKind::matmul_add || n.op == OpKind::matmul_silu_mul || n.op == OpKind::matmul_qkv ||
-        n.op == OpKind::matmul_add_rms_norm)
+    if (is_matmul_family(n.op))
       total += graph_.value(n.inputs[1]).desc.bytes();
     if (n.op == OpKind::embedding) total += (uint64_t)graph_.value(n.inputs[0]).desc.row_bytes();
   }

@@ -12,6 +12,8 @@ Status fuse_gate_up(Graph& g, const PassContext& ctx);
 Status fuse_matmul_residual(Graph& g, const PassContext& ctx);
 Status fuse_rope_kv_append(Graph& g, const PassContext& ctx);
 Status fuse_residual_norm(Graph& g, const PassContext& ctx);
+Status fuse_matmul_epilogue(Graph& g, const PassContext& ctx);
+Status fuse_elementwise(Graph& g, const PassContext& ctx);
 Status tile(Graph& g, const PassContext& ctx);
 
 }  // namespace tessera::graph::passes
