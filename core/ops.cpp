@@ -10,7 +10,9 @@ constexpr std::array<std::string_view, kOpKindCount> kNames = {
     "silu_mul",  "add",      "softmax", "argmax", "gather_rows", "matmul_add",
     "matmul_silu_mul", "matmul_qkv", "rope_kv_append", "add_rms_norm", "matmul_add_rms_norm",
     "copy",
+    "mul", "silu", "gelu", "bias_add", "elementwise", "matmul_epilogue",
 };
+constexpr std::array<std::string_view, 5> kEwNames = {"add", "mul", "silu", "gelu", "bias_add"};
 }  // namespace
 
 std::string_view name(OpKind op) { return kNames[(size_t)op]; }
@@ -20,6 +22,21 @@ std::optional<OpKind> op_from_name(std::string_view n) {
     if (kNames[i] == n) return static_cast<OpKind>(i);
   return std::nullopt;
 }
+
+bool is_matmul_family(OpKind op) {
+  return op == OpKind::matmul || op == OpKind::matmul_add || op == OpKind::matmul_silu_mul || op == OpKind::matmul_qkv ||
+         op == OpKind::matmul_add_rms_norm || op == OpKind::matmul_epilogue;
+}
+
+std::string_view name(EwOp op) { return kEwNames[(size_t)op]; }
+
+std::optional<EwOp> ew_op_from_name(std::string_view n) {
+  for (size_t i = 0; i < kEwNames.size(); ++i)
+    if (kEwNames[i] == n) return static_cast<EwOp>(i);
+  return std::nullopt;
+}
+
+bool is_unary(EwOp op) { return op == EwOp::silu || op == EwOp::gelu; }
 
 int aliased_input(OpKind op, int output_index) {
   if (op == OpKind::kv_append) return 3 + output_index;

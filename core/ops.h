@@ -34,11 +34,21 @@ enum class OpKind : uint8_t {
   // The runtime moves the bytes between the devices' memories; a device
   // never dispatches it (the CPU can, as a plain copy, for hand-written IR).
   copy,             // (x) -> x
+  // Elementwise primitives (models with biases and GELU FFNs use them; llama does not).
+  mul,              // (a, b) -> a * b, same shape
+  silu,             // (x) -> x * sigmoid(x)
+  gelu,             // (x) -> GELU, tanh approximation (ggml's gelu)
+  bias_add,         // (x[T, N], b[N]) -> x + b on every row
+  // Fused elementwise programs (graph/passes/fuse_elementwise, fuse_matmul_epilogue).
+  elementwise,      // (inputs...) -> the ElementwiseProgram's result, one pass over the rows
+  matmul_epilogue,  // (x[T, K], w[N, K], extra...) -> program over (x · wᵀ, extra...), applied per output block
 };
-inline constexpr int kOpKindCount = 18;
+inline constexpr int kOpKindCount = 24;
 
 std::string_view name(OpKind op);
 std::optional<OpKind> op_from_name(std::string_view name);
+// Ops whose inputs 0 and 1 are x[T, K] and a weight w[N, K] (the matmul family).
+bool is_matmul_family(OpKind op);
 
 enum class RopeLayout : uint8_t {
   interleaved,  // llama2.c / GGUF llama: rotate pairs (2i, 2i+1)
@@ -108,8 +118,49 @@ struct TileParams {
   bool empty() const { return weight_block_bytes == 0 && chunk_bytes == 0; }
 };
 
+// A straight-line program of elementwise instructions over [rows, cols]
+// tensors: the params of `elementwise` and `matmul_epilogue`. Registers
+// 0 .. n_inputs-1 are the inputs (a0, a1, ...; for matmul_epilogue a0 is the
+// matmul product and a1... are the node's inputs after w), register
+// n_inputs + i is instruction i's result (t0, t1, ...), and the last
+// instruction's result is the output. Each instruction computes exactly what
+// the standalone op of the same name does, so a fused program equals the
+// unfused chain bit for bit.
+enum class EwOp : uint8_t {
+  add,       // a + b
+  mul,       // a * b
+  silu,      // silu(a); b unused
+  gelu,      // gelu(a); b unused
+  bias_add,  // a + b, b one row [cols] repeated over the rows (an input register)
+};
+inline constexpr int kEwMaxInstrs = 8;
+inline constexpr int kEwMaxInputs = kEwMaxInstrs + 1;  // a chain of binary ops reads at most one more input than it has ops
+std::string_view name(EwOp op);
+std::optional<EwOp> ew_op_from_name(std::string_view name);
+bool is_unary(EwOp op);
+
+struct EwInstr {
+  EwOp op = EwOp::add;
+  uint8_t a = 0, b = 0;  // registers
+  bool operator==(const EwInstr&) const = default;
+};
+
+struct ElementwiseProgram {
+  uint8_t n_inputs = 0;
+  uint8_t n_instrs = 0;
+  EwInstr instrs[kEwMaxInstrs] = {};
+  uint8_t output_register() const { return (uint8_t)(n_inputs + n_instrs - 1); }
+  // Whether input register r is read as a bias row (one row repeated over the rows) rather than a full tensor.
+  bool is_row_input(int r) const {
+    for (int i = 0; i < n_instrs; ++i)
+      if (instrs[i].op == EwOp::bias_add && instrs[i].b == r) return true;
+    return false;
+  }
+  bool operator==(const ElementwiseProgram&) const = default;
+};
+
 using OpParams = std::variant<NoParams, RmsNormParams, RopeParams, KvCacheParams, AttentionParams, QkvSplitParams,
-                              RopeKvAppendParams>;
+                              RopeKvAppendParams, ElementwiseProgram>;
 
 // The input a node's output shares storage with (it updates that buffer in
 // place, e.g. kv_append's pools), or -1.

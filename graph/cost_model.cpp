@@ -30,7 +30,8 @@ OpCost estimate_cost(const Graph& g, const Node& n, int64_t rows) {
     case OpKind::matmul_add:
     case OpKind::matmul_silu_mul:
     case OpKind::matmul_qkv:
-    case OpKind::matmul_add_rms_norm: {
+    case OpKind::matmul_add_rms_norm:
+    case OpKind::matmul_epilogue: {
       const auto& w = g.value(n.inputs[1]).desc;
       c.flops = 2.0 * (double)rows * (double)w.shape[0] * (double)w.shape[1];
       break;

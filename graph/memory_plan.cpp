@@ -11,7 +11,9 @@ constexpr uint64_t kAlign = 64;
 uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 bool elementwise_in_place(OpKind op) {
-  return op == OpKind::add || op == OpKind::silu_mul || op == OpKind::rope || op == OpKind::rms_norm ||
+  return op == OpKind::add || op == OpKind::silu_mul || op == OpKind::rope || op == OpKind::rms_norm || op == OpKind::mul ||
+         op == OpKind::silu || op == OpKind::gelu || op == OpKind::bias_add ||
+         op == OpKind::elementwise ||  // the last instruction writes each element after every read of it
          op == OpKind::rope_kv_append;  // its rotated q may take q's place; the kernel appends K and V first
 }
 

@@ -204,6 +204,47 @@ Expected<RopeTableParams> constant_recipe(Line& l, std::map<std::string, std::st
   return p;
 }
 
+// "{silu(a0); mul(t0, a1)}": a0.. name the n_inputs input registers, t0.. the
+// results of the instructions before this one.
+Expected<ElementwiseProgram> program(Line& l, int n_inputs) {
+  ElementwiseProgram p;
+  if (n_inputs < 1 || n_inputs > kEwMaxInputs)
+    return l.error("1 to " + std::to_string(kEwMaxInputs) + " program inputs, got " + std::to_string(n_inputs));
+  p.n_inputs = (uint8_t)n_inputs;
+  TS_TRY(l.expect('{'));
+  auto reg = [&](int instr) -> Expected<uint8_t> {
+    const std::string w = l.word();
+    int k = -1;
+    if (w.size() >= 2 && (w[0] == 'a' || w[0] == 't')) {
+      auto [ptr, ec] = std::from_chars(w.data() + 1, w.data() + w.size(), k);
+      if (ec != std::errc() || ptr != w.data() + w.size()) k = -1;
+    }
+    if (k >= 0 && w[0] == 'a' && k < n_inputs) return (uint8_t)k;
+    if (k >= 0 && w[0] == 't' && k < instr) return (uint8_t)(n_inputs + k);
+    return l.error("a register a0..a" + std::to_string(n_inputs - 1) +
+                   (instr > 0 ? " or t0..t" + std::to_string(instr - 1) : std::string()) + ", got '" + w + "'");
+  };
+  while (!l.accept('}')) {
+    if (p.n_instrs > 0) TS_TRY(l.expect(';'));
+    if (p.n_instrs == kEwMaxInstrs) return l.error("at most " + std::to_string(kEwMaxInstrs) + " instructions");
+    const std::string opname = l.word();
+    auto op = ew_op_from_name(opname);
+    if (!op) return l.error("an instruction (add, mul, silu, gelu, bias_add), got '" + opname + "'");
+    EwInstr& in = p.instrs[p.n_instrs];
+    in.op = *op;
+    TS_TRY(l.expect('('));
+    TS_ASSIGN_OR_RETURN(in.a, reg(p.n_instrs));
+    if (!is_unary(in.op)) {
+      TS_TRY(l.expect(','));
+      TS_ASSIGN_OR_RETURN(in.b, reg(p.n_instrs));
+    }
+    TS_TRY(l.expect(')'));
+    ++p.n_instrs;
+  }
+  if (p.n_instrs == 0) return l.error("at least one instruction");
+  return p;
+}
+
 Expected<OpParams> params_for(OpKind op, Line& l, std::map<std::string, std::string> attrs) {
   Fields f(l, std::move(attrs));
   OpParams out = NoParams{};
@@ -366,8 +407,14 @@ Expected<Graph> parse(std::string_view text, const std::string& source) {
       TS_ASSIGN_OR_RETURN(ValueId in, l.value_ref());
       n.inputs.push_back(in);
     }
-    TS_ASSIGN_OR_RETURN(auto attrs, l.attributes());
-    TS_ASSIGN_OR_RETURN(n.params, params_for(*op, l, std::move(attrs)));
+    if (*op == OpKind::elementwise || *op == OpKind::matmul_epilogue) {
+      // The program's inputs: every node input, or for the epilogue the product and the inputs after w.
+      const int n_inputs = *op == OpKind::elementwise ? (int)n.inputs.size() : (int)n.inputs.size() - 1;
+      TS_ASSIGN_OR_RETURN(n.params, program(l, n_inputs));
+    } else {
+      TS_ASSIGN_OR_RETURN(auto attrs, l.attributes());
+      TS_ASSIGN_OR_RETURN(n.params, params_for(*op, l, std::move(attrs)));
+    }
     if (l.accept_word("tile")) {
       TS_ASSIGN_OR_RETURN(auto tile_attrs, l.attributes());
       Fields tf(l, std::move(tile_attrs));

@@ -27,6 +27,12 @@ const std::vector<PassInfo>& registered_passes() {
        passes::place},
       {"fold_constants", "RoPE cos/sin of every position into one constant table made at load (needs the context's max positions)",
        "cpu", passes::fold_constants},
+      {"fuse_matmul_epilogue",
+       "a matmul and the elementwise chain on its product (bias, activation, add/mul with a tensor) into one matmul "
+       "whose epilogue runs on each output block",
+       "cpu", passes::fuse_matmul_epilogue},
+      {"fuse_elementwise", "a chain of single-use elementwise ops into one elementwise node running a small program", "cpu",
+       passes::fuse_elementwise},
       {"tile", "tile sizes for each matmul from the device's caches, cores and roofs (cost model); --tile overrides", "cpu",
        passes::tile},
   };
@@ -44,7 +50,7 @@ std::vector<std::string> default_pipeline(const std::string& target) {
   // leaves its pattern unfused there (it asks the target's kernel table).
   (void)target;
   return {"shape_inference", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm",
-          "fold_constants", "dce", "place", "tile"};
+          "fold_constants", "fuse_matmul_epilogue", "fuse_elementwise", "dce", "place", "tile"};
 }
 
 Expected<std::vector<const PassInfo*>> parse_pipeline(const std::string& spec, const std::string& target,

@@ -21,6 +21,10 @@ std::string rope_fields(const RopeParams& p) {
          ", layout=" + (p.layout == RopeLayout::interleaved ? "interleaved" : "half_split");
 }
 
+std::string reg_name(const ElementwiseProgram& p, int r) {
+  return r < p.n_inputs ? "a" + std::to_string(r) : "t" + std::to_string(r - p.n_inputs);
+}
+
 struct ParamPrinter {
   std::string operator()(const NoParams&) const { return ""; }
   std::string operator()(const RmsNormParams& p) const { return "{eps=" + fmt_float(p.eps) + "}"; }
@@ -40,6 +44,17 @@ struct ParamPrinter {
   std::string operator()(const RopeKvAppendParams& p) const {
     return "{" + rope_fields(p.rope) + ", kv_heads=" + std::to_string(p.kv.n_kv_heads) +
            ", block_size=" + std::to_string(p.kv.block_size) + "}";
+  }
+  // {silu(a0); mul(t0, a1)}: one instruction after another, operands by register name.
+  std::string operator()(const ElementwiseProgram& p) const {
+    std::string s = "{";
+    for (int i = 0; i < p.n_instrs; ++i) {
+      const EwInstr& in = p.instrs[i];
+      s += (i ? "; " : "") + std::string(name(in.op)) + "(" + reg_name(p, in.a);
+      if (!is_unary(in.op)) s += ", " + reg_name(p, in.b);
+      s += ")";
+    }
+    return s + "}";
   }
 };
 

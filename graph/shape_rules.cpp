@@ -37,6 +37,54 @@ Status check_rope_table(OpKind op, const RopeParams& p, const Value& t) {
   return Status::ok();
 }
 
+std::string reg_name(const ElementwiseProgram& p, int r) {
+  return r < p.n_inputs ? "a" + std::to_string(r) : "t" + std::to_string(r - p.n_inputs);
+}
+
+// An elementwise program over input registers of these types. The output has
+// the shape of the full-size inputs (for matmul_epilogue, a0: the product);
+// an input read as bias_add's b is one row of it. Returns the output.
+Expected<InferredOutput> check_program(OpKind op, const ElementwiseProgram& p, const std::vector<const Value*>& regs) {
+  TS_TRY(expect(p.n_instrs >= 1 && p.n_instrs <= kEwMaxInstrs, op,
+                "program has " + std::to_string(p.n_instrs) + " instructions; expected 1 to " + std::to_string(kEwMaxInstrs)));
+  TS_TRY(expect(p.n_inputs == regs.size() && p.n_inputs <= kEwMaxInputs, op,
+                "program reads " + std::to_string(p.n_inputs) + " input registers, the node gives " + std::to_string(regs.size())));
+  std::vector<char> row(regs.size(), 0), full(regs.size(), 0);
+  for (int i = 0; i < p.n_instrs; ++i) {
+    const EwInstr& in = p.instrs[i];
+    const std::string where = "instruction " + std::to_string(i) + " (" + std::string(name(in.op)) + ")";
+    TS_TRY(expect((int)in.op < 5, op, where + ": unknown instruction"));
+    const int defined = p.n_inputs + i;
+    TS_TRY(expect(in.a < defined, op, where + " reads " + reg_name(p, in.a) + " before it is computed"));
+    if (in.a < p.n_inputs) full[in.a] = 1;
+    if (is_unary(in.op)) continue;
+    TS_TRY(expect(in.b < defined, op, where + " reads " + reg_name(p, in.b) + " before it is computed"));
+    if (in.op == EwOp::bias_add) {
+      TS_TRY(expect(in.b < p.n_inputs, op, where + ": the bias must be an input register, got " + reg_name(p, in.b)));
+      row[in.b] = 1;
+    } else if (in.b < p.n_inputs) {
+      full[in.b] = 1;
+    }
+  }
+  const Value* shape = nullptr;
+  for (size_t r = 0; r < regs.size(); ++r) {
+    TS_TRY(expect(regs[r]->desc.dtype == DType::f32, op, reg_name(p, (int)r) + " must be f32, got " + desc_of(*regs[r])));
+    TS_TRY(expect(!(row[r] && full[r]), op, reg_name(p, (int)r) + " is read both as a bias row and as a full tensor"));
+    if (!row[r] && !shape) shape = regs[r];
+  }
+  TS_TRY(expect(shape != nullptr, op, "no full-size input to take the output shape from"));
+  for (size_t r = 0; r < regs.size(); ++r) {
+    const Value& v = *regs[r];
+    if (row[r])
+      TS_TRY(expect(v.desc.shape.rank == 1 && v.desc.shape[0] == shape->desc.shape.last(), op,
+                    "bias " + reg_name(p, (int)r) + " " + desc_of(v) + " is not one row of " + desc_of(*shape)));
+    else
+      TS_TRY(expect(v.desc.shape == shape->desc.shape && v.rows == shape->rows, op,
+                    reg_name(p, (int)r) + " " + desc_of(v) + " is not " + desc_of(*shape)));
+  }
+  return InferredOutput{shape->desc, shape->rows};
+}
+
 }  // namespace
 
 Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, const OpParams& params,
@@ -91,10 +139,48 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       return std::vector{InferredOutput{v(0).desc, v(0).rows}};
     }
     case OpKind::silu_mul:
+    case OpKind::mul:
     case OpKind::add: {
       TS_TRY(arity(2));
       TS_TRY(expect(v(0).desc.shape == v(1).desc.shape, op, desc_of(v(0)) + " and " + desc_of(v(1)) + " differ"));
       return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::silu:
+    case OpKind::gelu: {
+      TS_TRY(arity(1));
+      TS_TRY(expect(v(0).desc.dtype == DType::f32, op, "x must be f32, got " + desc_of(v(0))));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::bias_add: {
+      TS_TRY(arity(2));
+      TS_TRY(expect(v(0).desc.dtype == DType::f32 && v(0).desc.shape.rank == 2, op, "x must be f32[T, N], got " + desc_of(v(0))));
+      TS_TRY(expect(v(1).desc.dtype == DType::f32 && v(1).desc.shape.rank == 1 && v(1).desc.shape[0] == v(0).desc.shape[1], op,
+                    "bias must be f32[" + std::to_string(v(0).desc.shape[1]) + "] (one row of x), got " + desc_of(v(1))));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::elementwise: {
+      TS_TRY(expect(!in.empty(), op, "expects at least one input"));
+      std::vector<const Value*> regs;
+      for (size_t i = 0; i < in.size(); ++i) regs.push_back(&v(i));
+      TS_ASSIGN_OR_RETURN(InferredOutput o, check_program(op, std::get<ElementwiseProgram>(params), regs));
+      return std::vector{o};
+    }
+    case OpKind::matmul_epilogue: {
+      // (x, w, extra...): register a0 is the product, a1... the extras.
+      TS_TRY(expect(in.size() >= 2, op, "expects x, w and the epilogue's extra inputs"));
+      const auto& x = v(0).desc;
+      const auto& w = v(1).desc;
+      TS_TRY(expect(w.shape.rank == 2 && x.shape.rank == 2, op, "expects x[T, K] and w[N, K]"));
+      TS_TRY(expect(x.shape[1] == w.shape[1], op, "x " + x.to_string() + " and w " + w.to_string() + " disagree on K"));
+      const InferredOutput y = f32_rows(v(0).rows, x.shape[0], w.shape[0]);
+      Value product;
+      product.desc = y.desc;
+      product.rows = y.rows;
+      std::vector<const Value*> regs = {&product};
+      for (size_t i = 2; i < in.size(); ++i) regs.push_back(&v(i));
+      TS_ASSIGN_OR_RETURN(InferredOutput o, check_program(op, std::get<ElementwiseProgram>(params), regs));
+      TS_TRY(expect(o.desc.shape == y.desc.shape && o.rows == y.rows, op, "program output is not the product's shape"));
+      return std::vector{o};
     }
     case OpKind::softmax: {
       TS_TRY(arity(1));

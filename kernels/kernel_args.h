@@ -29,6 +29,8 @@ struct RmsNormArgs {
   RmsNormParams p;
 };
 
+struct EpilogueArgs;
+
 // y[m, n] = sum_k x[m, k] * w[n, k]
 struct MatmulArgs {
   const float* x = nullptr;  // [m, k]
@@ -38,6 +40,9 @@ struct MatmulArgs {
   int64_t m = 0, n = 0, k = 0;
   void* workspace = nullptr;  // matmul_workspace_bytes(w_dtype, m, k) bytes, 64-byte aligned
   TileParams tile;            // blocking; results do not depend on it (each output is one whole-K dot)
+  // matmul_epilogue: run over each block of y right after its dots are final
+  // (while it is in cache), never as a second pass; null for a plain matmul.
+  const EpilogueArgs* epilogue = nullptr;
 };
 
 struct RopeArgs {
@@ -104,6 +109,22 @@ struct AddArgs {
   int64_t n = 0;
 };
 
+using MulArgs = AddArgs;  // out = a * b
+
+// silu, gelu: out = f(x)
+struct UnaryArgs {
+  const float* x = nullptr;
+  float* out = nullptr;  // may alias x
+  int64_t n = 0;
+};
+
+struct BiasAddArgs {
+  const float* x = nullptr;     // [rows, cols]
+  const float* bias = nullptr;  // [cols], added to every row
+  float* out = nullptr;         // [rows, cols]; may alias x
+  int64_t rows = 0, cols = 0;
+};
+
 struct SoftmaxArgs {
   float* x = nullptr;  // [rows, cols], in place
   int64_t rows = 0, cols = 0;
@@ -157,6 +178,28 @@ struct AddRmsNormArgs {
   const float* norm_weight = nullptr;
   int64_t rows = 0, dim = 0;
   RmsNormParams p;
+};
+
+// elementwise: the program (core/ops.h) over [rows, cols]. A full input is
+// [rows, cols]; a row input (the program's bias_add b) is [cols].
+struct ElementwiseArgs {
+  const ElementwiseProgram* program = nullptr;
+  const float* inputs[kEwMaxInputs] = {};
+  float* out = nullptr;  // [rows, cols]; may alias a full input
+  int64_t rows = 0, cols = 0;
+};
+
+// matmul_epilogue: register a0 is the product y[m, n]; inputs[1..] are the
+// extra inputs ([m, n], or [n] for a bias row); inputs[0] is ignored. None
+// may alias y.
+struct EpilogueArgs {
+  const ElementwiseProgram* program = nullptr;
+  const float* inputs[kEwMaxInputs] = {};
+};
+
+struct MatmulEpilogueArgs {
+  MatmulArgs mm;  // mm.epilogue is set by the kernel to &epilogue
+  EpilogueArgs epilogue;
 };
 
 // rope_kv_append: k is rotated into k_rot (scratch, [n_tokens, kv width]) and

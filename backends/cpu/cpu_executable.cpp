@@ -66,8 +66,7 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
     for (const auto& t : d.outputs) bd.out.push_back(bind(t));
     // The most rows this dispatch can see: its planned outermost dimension.
     const int64_t max_rows = d.outputs.empty() ? 0 : d.outputs[0].desc.shape[0];
-    if (d.op == OpKind::matmul || d.op == OpKind::matmul_add || d.op == OpKind::matmul_silu_mul || d.op == OpKind::matmul_qkv ||
-        d.op == OpKind::matmul_add_rms_norm) {
+    if (is_matmul_family(d.op)) {
       if (!k::matmul_supports(d.inputs[1].desc.dtype))
         return unsupported("cpu: " + d.label + ": no matmul kernel for " + std::string(name(d.inputs[1].desc.dtype)) + " weights");
       size_t need = k::matmul_workspace_bytes(d.inputs[1].desc.dtype, max_rows, d.inputs[0].desc.shape[1]);
@@ -281,6 +280,38 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
     case OpKind::add:
       k::add({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * d.in[0].desc.shape.last()}, pool_);
       return Status::ok();
+    case OpKind::mul:
+      k::mul({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * d.in[0].desc.shape.last()}, pool_);
+      return Status::ok();
+    case OpKind::silu:
+    case OpKind::gelu: {
+      const kernels::UnaryArgs u{f32(d.in[0]), f32(d.out[0]), rows * d.in[0].desc.shape.last()};
+      if (d.op == OpKind::silu) k::silu(u, pool_);
+      else k::gelu(u, pool_);
+      return Status::ok();
+    }
+    case OpKind::bias_add:
+      k::bias_add({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows, d.in[0].desc.shape.last()}, pool_);
+      return Status::ok();
+    case OpKind::elementwise: {
+      kernels::ElementwiseArgs e;
+      e.program = &std::get<ElementwiseProgram>(d.params);
+      for (size_t i = 0; i < d.in.size(); ++i) e.inputs[i] = f32(d.in[i]);
+      e.out = f32(d.out[0]);
+      // A 1-D output is one row; otherwise rows of its last dimension.
+      const bool one_row = d.out[0].desc.shape.rank == 1;
+      e.rows = one_row ? 1 : rows;
+      e.cols = one_row ? rows : d.out[0].desc.shape.last();
+      k::elementwise(e, pool_);
+      return Status::ok();
+    }
+    case OpKind::matmul_epilogue: {
+      kernels::MatmulEpilogueArgs e{matmul_args(d, rows), {}};
+      e.epilogue.program = &std::get<ElementwiseProgram>(d.params);
+      for (size_t i = 2; i < d.in.size(); ++i) e.epilogue.inputs[i - 1] = f32(d.in[i]);
+      k::matmul_epilogue(e, pool_);
+      return Status::ok();
+    }
     case OpKind::softmax: {
       float* x = f32(d.out[0]);
       if (x != f32(d.in[0])) std::memcpy(x, f32(d.in[0]), (size_t)(rows * d.in[0].desc.shape.last()) * 4);

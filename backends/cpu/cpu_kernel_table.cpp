@@ -20,6 +20,7 @@ KernelChoice CpuKernelTable::query(const OpQuery& q) const {
     case OpKind::matmul_silu_mul:
     case OpKind::matmul_qkv:
     case OpKind::matmul_add_rms_norm:
+    case OpKind::matmul_epilogue:
       if (!k::matmul_supports(q.weight_dtype))
         return {false, "", "no cpu " + std::string(name(q.op)) + " for " + std::string(name(q.weight_dtype)) + " weights"};
       return {true, k::matmul_kernel_name(q.weight_dtype, 1) + "+" + std::string(name(q.op)), ""};

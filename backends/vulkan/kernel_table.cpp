@@ -31,6 +31,11 @@ KernelChoice VulkanKernelTable::query(const OpQuery& q) const {
     case OpKind::softmax:
     case OpKind::argmax:
     case OpKind::gather_rows: return {true, std::string(name(q.op)) + suffix, ""};
+    case OpKind::mul:
+    case OpKind::silu:
+    case OpKind::gelu:
+    case OpKind::bias_add:
+      return {false, "", "the vulkan backend has no " + std::string(name(q.op)) + " shader yet; placement runs it on the CPU"};
     default:
       return {false, "", "the vulkan backend has no fused " + std::string(name(q.op)) + " shader; the unfused ops run instead"};
   }

@@ -284,8 +284,7 @@ Status ModelRunner::step(const StepArgs& args, std::span<float> logits_out) {
 uint64_t ModelRunner::weight_bytes_per_token() const {
   uint64_t total = 0;
   for (const auto& n : graph_.nodes) {
-    if (n.op == OpKind::matmul || n.op == OpKind::matmul_add || n.op == OpKind::matmul_silu_mul || n.op == OpKind::matmul_qkv ||
-        n.op == OpKind::matmul_add_rms_norm)
+    if (is_matmul_family(n.op))
       total += graph_.value(n.inputs[1]).desc.bytes();
     if (n.op == OpKind::embedding) total += (uint64_t)graph_.value(n.inputs[0]).desc.row_bytes();
   }

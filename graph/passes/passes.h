@@ -13,6 +13,8 @@ Status fuse_matmul_residual(Graph& g, const PassContext& ctx);
 Status fuse_rope_kv_append(Graph& g, const PassContext& ctx);
 Status fuse_residual_norm(Graph& g, const PassContext& ctx);
 Status fold_constants(Graph& g, const PassContext& ctx);
+Status fuse_matmul_epilogue(Graph& g, const PassContext& ctx);
+Status fuse_elementwise(Graph& g, const PassContext& ctx);
 Status tile(Graph& g, const PassContext& ctx);
 Status place(Graph& g, const PassContext& ctx);
 

@@ -26,10 +26,7 @@ namespace {
 constexpr int64_t kKiB = 1024;
 constexpr double kPoolRoundTripUs = 2.0;  // waking and joining a worker, per core
 
-bool is_matmul(OpKind op) {
-  return op == OpKind::matmul || op == OpKind::matmul_add || op == OpKind::matmul_silu_mul || op == OpKind::matmul_qkv ||
-         op == OpKind::matmul_add_rms_norm;
-}
+bool is_matmul(OpKind op) { return is_matmul_family(op); }
 
 TileParams choose(const Graph& g, const Node& n, const DeviceInfo& d) {
   const int64_t weight_bytes = (int64_t)g.value(n.inputs[1]).desc.bytes();

@@ -44,6 +44,10 @@ void kv_append(const KvAppendArgs& a, ParallelFor& pf);
 void paged_attention(const AttentionArgs& a, ParallelFor& pf);
 void silu_mul(const SiluMulArgs& a, ParallelFor& pf);
 void add(const AddArgs& a, ParallelFor& pf);
+void mul(const MulArgs& a, ParallelFor& pf);
+void silu(const UnaryArgs& a, ParallelFor& pf);
+void gelu(const UnaryArgs& a, ParallelFor& pf);
+void bias_add(const BiasAddArgs& a, ParallelFor& pf);
 void softmax(const SoftmaxArgs& a, ParallelFor& pf);
 void argmax(const ArgmaxArgs& a, ParallelFor& pf);
 void gather_rows(const GatherRowsArgs& a, ParallelFor& pf);
@@ -53,5 +57,10 @@ void matmul_silu_mul(const MatmulSiluMulArgs& a, ParallelFor& pf);
 void matmul_qkv(const MatmulQkvArgs& a, ParallelFor& pf);
 void rope_kv_append(const RopeKvAppendArgs& a, ParallelFor& pf);
 void add_rms_norm(const AddRmsNormArgs& a, ParallelFor& pf);
+// Elementwise programs (cpu/elementwise_program.cpp): equal to their
+// instructions run as the standalone kernels, bit for bit. The epilogue runs
+// inside the matmul on each block of y as its dots finish.
+void elementwise(const ElementwiseArgs& a, ParallelFor& pf);
+void matmul_epilogue(const MatmulEpilogueArgs& a, ParallelFor& pf);
 
 }  // namespace tessera::kernels::cpu

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/ew_math.h"
 #include "kernels/cpu/parallel_util.h"
 
 namespace tessera::kernels::cpu {
@@ -25,6 +26,31 @@ void silu_mul(const SiluMulArgs& a, ParallelFor& pf) {
 void add(const AddArgs& a, ParallelFor& pf) {
   detail::parallel_for(pf, a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) a.out[i] = a.a[i] + a.b[i];
+  });
+}
+
+void mul(const MulArgs& a, ParallelFor& pf) {
+  detail::parallel_for(pf, a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) a.out[i] = a.a[i] * a.b[i];
+  });
+}
+
+void silu(const UnaryArgs& a, ParallelFor& pf) {
+  detail::parallel_for(pf, a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) a.out[i] = detail::silu_f32(a.x[i]);
+  });
+}
+
+void gelu(const UnaryArgs& a, ParallelFor& pf) {
+  detail::parallel_for(pf, a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) a.out[i] = detail::gelu_f32(a.x[i]);
+  });
+}
+
+void bias_add(const BiasAddArgs& a, ParallelFor& pf) {
+  detail::parallel_for(pf, a.rows, row_grain(a.cols), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t j = 0; j < a.cols; ++j) a.out[r * a.cols + j] = a.x[r * a.cols + j] + a.bias[j];
   });
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/ew_program.h"
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/parallel_util.h"
 
@@ -31,7 +32,13 @@ constexpr int64_t kL2Block = 128 * 1024;    // weight bytes kept hot across x ti
 constexpr int64_t kChunkBytes = 64 * 1024;  // least weight bytes per parallel chunk
 constexpr int64_t kOneDnnMinRows = 64;      // measured crossover on Zen 4, 2 threads
 
-// tile(m0, mr, n0, nr) computes y[m0 : m0 + mr, n0 : n0 + nr].
+// The epilogue over y[r0:r1, c0:c1], if there is one.
+void epilogue(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (a.epilogue) detail::apply_epilogue(*a.epilogue, a.y, a.n, r0, r1, c0, c1);
+}
+
+// tile(m0, mr, n0, nr) computes y[m0 : m0 + mr, n0 : n0 + nr]. An epilogue
+// runs over each x-row tile's block of columns right after its dots.
 template <typename Tile>
 void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const Tile& tile) {
   const int64_t groups = (a.n + kNR - 1) / kNR;
@@ -49,6 +56,7 @@ void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const Ti
           const int64_t n0 = g * kNR;
           tile(m0, mr, n0, (int)std::min<int64_t>(kNR, a.n - n0));
         }
+        epilogue(a, m0, m0 + mr, gb * kNR, std::min(a.n, ge * kNR));
       }
     }
   });
@@ -91,6 +99,7 @@ bool onednn_sgemm(const MatmulArgs& a, ParallelFor& pf) {
     const dnnl_status_t st =
         dnnl_sgemm('N', 'T', a.m, n1 - n0, a.k, 1.0f, a.x, a.k, w + n0 * a.k, a.k, 0.0f, a.y + n0, a.n);
     if (st != dnnl_success) ok = false;
+    else epilogue(a, 0, a.m, n0, n1);  // on failure the tiles recompute y and run the epilogue themselves
   });
   return ok;
 }
@@ -109,6 +118,7 @@ void q4_K_dequant(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels
         for (int64_t m = 0; m < a.m; ++m) a.y[m * a.n + n] += isa.dot(a.x + m * a.k + b * kQK_K, buf, kQK_K);
       }
     }
+    epilogue(a, 0, a.m, n0, n1);
   });
 }
 
@@ -144,6 +154,7 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
   if (a.m <= 0 || a.n <= 0) return;
   if (a.k == 0) {
     std::fill(a.y, a.y + a.m * a.n, 0.0f);
+    epilogue(a, 0, a.m, 0, a.n);
     return;
   }
   const detail::IsaKernels& isa = detail::active_kernels();

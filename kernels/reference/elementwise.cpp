@@ -16,6 +16,32 @@ void add(const AddArgs& a) {
   for (int64_t i = 0; i < a.n; ++i) a.out[i] = a.a[i] + a.b[i];
 }
 
+void mul(const MulArgs& a) {
+  for (int64_t i = 0; i < a.n; ++i) a.out[i] = a.a[i] * a.b[i];
+}
+
+// x * sigmoid(x), in f64.
+void silu(const UnaryArgs& a) {
+  for (int64_t i = 0; i < a.n; ++i) {
+    const double x = a.x[i];
+    a.out[i] = (float)(x / (1.0 + std::exp(-x)));
+  }
+}
+
+// GELU's tanh approximation (as ggml's gelu), in f64.
+void gelu(const UnaryArgs& a) {
+  const double sqrt_2_over_pi = std::sqrt(2.0 / M_PI);
+  for (int64_t i = 0; i < a.n; ++i) {
+    const double x = a.x[i];
+    a.out[i] = (float)(0.5 * x * (1.0 + std::tanh(sqrt_2_over_pi * (x + 0.044715 * x * x * x))));
+  }
+}
+
+void bias_add(const BiasAddArgs& a) {
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t j = 0; j < a.cols; ++j) a.out[r * a.cols + j] = a.x[r * a.cols + j] + a.bias[j];
+}
+
 // Max-subtracted softmax over each row, in f64.
 void softmax(const SoftmaxArgs& a) {
   for (int64_t r = 0; r < a.rows; ++r) {

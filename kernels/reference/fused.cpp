@@ -48,4 +48,39 @@ void add_rms_norm(const AddRmsNormArgs& a) {
   rms_norm({a.sum, a.norm_weight, a.normed, a.rows, a.dim, a.p});
 }
 
+// Each instruction runs as its own reference op over whole tensors, into a
+// temporary of its own.
+void elementwise(const ElementwiseArgs& a) {
+  const ElementwiseProgram& p = *a.program;
+  const int64_t n = a.rows * a.cols;
+  std::vector<std::vector<float>> temps((size_t)p.n_instrs, std::vector<float>((size_t)n));
+  auto reg = [&](int r) { return r < p.n_inputs ? a.inputs[r] : temps[(size_t)(r - p.n_inputs)].data(); };
+  for (int i = 0; i < p.n_instrs; ++i) {
+    const EwInstr& in = p.instrs[i];
+    float* out = temps[(size_t)i].data();
+    switch (in.op) {
+      case EwOp::add: add({reg(in.a), reg(in.b), out, n}); break;
+      case EwOp::mul: mul({reg(in.a), reg(in.b), out, n}); break;
+      case EwOp::silu: silu({reg(in.a), out, n}); break;
+      case EwOp::gelu: gelu({reg(in.a), out, n}); break;
+      case EwOp::bias_add: bias_add({reg(in.a), reg(in.b), out, a.rows, a.cols}); break;
+    }
+  }
+  std::memcpy(a.out, temps.back().data(), (size_t)n * 4);
+}
+
+void matmul_epilogue(const MatmulEpilogueArgs& a) {
+  MatmulArgs mm = a.mm;
+  mm.epilogue = nullptr;
+  matmul(mm);
+  ElementwiseArgs e;
+  e.program = a.epilogue.program;
+  for (int i = 0; i < kEwMaxInputs; ++i) e.inputs[i] = a.epilogue.inputs[i];
+  e.inputs[0] = mm.y;
+  e.out = mm.y;
+  e.rows = mm.m;
+  e.cols = mm.n;
+  elementwise(e);
+}
+
 }  // namespace tessera::kernels::reference

@@ -16,6 +16,10 @@ void kv_append(const KvAppendArgs& a);
 void paged_attention(const AttentionArgs& a);  // ignores workspace
 void silu_mul(const SiluMulArgs& a);
 void add(const AddArgs& a);
+void mul(const MulArgs& a);
+void silu(const UnaryArgs& a);
+void gelu(const UnaryArgs& a);
+void bias_add(const BiasAddArgs& a);
 void softmax(const SoftmaxArgs& a);
 void argmax(const ArgmaxArgs& a);
 void gather_rows(const GatherRowsArgs& a);
@@ -25,5 +29,7 @@ void matmul_silu_mul(const MatmulSiluMulArgs& a);
 void matmul_qkv(const MatmulQkvArgs& a);
 void rope_kv_append(const RopeKvAppendArgs& a);
 void add_rms_norm(const AddRmsNormArgs& a);
+void elementwise(const ElementwiseArgs& a);           // each instruction as its own op over whole tensors
+void matmul_epilogue(const MatmulEpilogueArgs& a);    // matmul, then elementwise over the product
 
 }  // namespace tessera::kernels::reference

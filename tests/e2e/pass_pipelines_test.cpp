@@ -16,7 +16,10 @@ namespace {
 
 const char* const kPipelines[] = {"default", "none", "default,-fuse_qkv", "default,-fuse_gate_up",
                                   "default,-fuse_matmul_residual", "default,-fuse_rope_kv_append",
-                                  "default,-fuse_residual_norm", "default,-fold_constants", "fold_constants"};
+                                  "default,-fuse_residual_norm", "default,-fold_constants", "fold_constants",
+                                  "default,-fuse_matmul_epilogue", "default,-fuse_elementwise",
+                                  // the epilogue takes the residual adds fuse_matmul_residual would have
+                                  "default,-fuse_matmul_residual,-fuse_residual_norm"};
 
 std::string ids_of(const std::vector<std::string>& args) {
   const auto r = run_tessera(args);
