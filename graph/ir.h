@@ -36,6 +36,9 @@ struct Value {
   // A weight made at load by concatenating the rows of these model weights
   // (horizontal fusion); empty for a weight taken from the file as it is.
   std::vector<std::string> packed_from;
+  // The weight's block order, chosen by the repack_weights pass and made
+  // once at load (after any packing); printed {layout=...} when not rows.
+  WeightLayout layout = WeightLayout::rows;
 };
 
 struct Node {

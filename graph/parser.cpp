@@ -332,6 +332,13 @@ Expected<Graph> parse(std::string_view text, const std::string& source) {
         }
         attrs.erase(it);
       }
+      if (auto it = attrs.find("layout"); it != attrs.end()) {
+        auto layout = weight_layout_from_name(it->second);
+        if (v.kind != ValueKind::weight || !layout)
+          return l.error("layout=rows or layout=rows_x4 on a weight, got layout=" + it->second);
+        v.layout = *layout;
+        attrs.erase(it);
+      }
       if (!attrs.empty()) return l.error("no attribute '" + attrs.begin()->first + "' on a " + head);
       if (!l.at_end()) return l.error("the end of the line");
       defs[ids[0]] = std::move(v);

@@ -8,6 +8,7 @@
 //   "default,-fuse_qkv"       the default order without one pass
 //   "shape_inference,dce"     exactly these, in this order
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,15 @@ struct PassContext {
   const DeviceInfo* device = nullptr;
   // --tile: sizes that replace the tiling pass's choice.
   std::vector<TileOverride> tile_overrides;
+  // --weight-layout: the layout repack_weights gives every matmul weight whose
+  // kernel reads it, in place of the target's preference; none: the preference.
+  std::optional<WeightLayout> weight_layout_override;
 };
 
 Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag = "--tile");
+// "auto" or empty: none (the target's preference); "rows" or "rows_x4".
+Expected<std::optional<WeightLayout>> parse_weight_layout_override(const std::string& spec,
+                                                                   const std::string& flag = "--weight-layout");
 
 struct PassInfo {
   const char* name;

@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "core/ops.h"
+#include "core/weight_layout.h"
 
 namespace tessera::kernels {
 
@@ -38,6 +39,8 @@ struct MatmulArgs {
   int64_t m = 0, n = 0, k = 0;
   void* workspace = nullptr;  // matmul_workspace_bytes(w_dtype, m, k) bytes, 64-byte aligned
   TileParams tile;            // blocking; results do not depend on it (each output is one whole-K dot)
+  // w's block order; rows_x4 for q8_0 / q4_0 only (core/weight_layout.h). Results do not depend on it.
+  WeightLayout w_layout = WeightLayout::rows;
 };
 
 struct RopeArgs {

@@ -151,6 +151,7 @@ kernels::MatmulArgs CpuExecutable::matmul_args(const BoundDispatch& d, int64_t r
   m.x = reinterpret_cast<const float*>(d.in[0].data);
   m.w = d.in[1].data;
   m.w_dtype = d.in[1].desc.dtype;
+  m.w_layout = d.source->inputs[1].layout;
   m.y = reinterpret_cast<float*>(d.out[0].data);
   m.m = rows;
   m.n = d.in[1].desc.shape[0];

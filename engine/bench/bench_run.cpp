@@ -47,6 +47,7 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   ro.max_prefill_tokens = o.prompt_tokens;
   ro.passes = o.passes;
   ro.tile = o.tile;
+  ro.weight_layout = o.weight_layout;
   TS_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(w, ro));
   for (const auto& note : runner->placement_notes()) log("bench: " + note);
 

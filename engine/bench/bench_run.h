@@ -21,6 +21,7 @@ struct BenchOptions {
   uint64_t seed = 1;
   std::string passes = "default";  // graph passes (docs/ir.md)
   std::string tile;                // tile overrides (docs/ir.md)
+  std::string weight_layout = "auto";  // --weight-layout (docs/ir.md)
 };
 
 struct BenchReport {

@@ -5,6 +5,7 @@
 
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
+#include "core/weight_layout.h"
 #include "graph/lower.h"
 #include "graph/pass_manager.h"
 
@@ -42,8 +43,9 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   {
     // Fusions ask the device's kernel table, so a backend without a fused kernel keeps the unfused pattern.
     TS_ASSIGN_OR_RETURN(auto pipeline, graph::parse_pipeline(o.passes, o.backend));
-    graph::PassContext ctx{o.backend, &r->device_->kernels(), &r->device_->info(), {}};
+    graph::PassContext ctx{o.backend, &r->device_->kernels(), &r->device_->info(), {}, {}};
     TS_ASSIGN_OR_RETURN(ctx.tile_overrides, graph::parse_tile_overrides(o.tile));
+    TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));
     TS_TRY(graph::run_pipeline(r->graph_, pipeline, ctx));
   }
 
@@ -73,21 +75,31 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
 
   // Weights are imported once and KV pools allocated once; every bucket's plan binds the same buffers.
   for (const auto& v : r->graph_.values) {
-    if (v.kind == graph::ValueKind::weight && !v.packed_from.empty() && !r->bound_.count(v.name)) {
-      // A packed weight: its parts' rows, in order (row-major, so their bytes one after another).
-      std::vector<std::byte> bytes;
-      for (const std::string& part : v.packed_from) {
-        const WeightTensor* t = r->weights_->find(part);
-        if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
-          return internal_error(v.name + ": part '" + part + "' is missing or does not match the packed layout");
-        bytes.insert(bytes.end(), t->data.begin(), t->data.end());
+    if (v.kind == graph::ValueKind::weight && !r->bound_.count(v.name)) {
+      std::span<const std::byte> bytes;
+      if (!v.packed_from.empty()) {
+        // A packed weight: its parts' rows, in order (row-major, so their bytes one after another).
+        std::vector<std::byte> packed;
+        for (const std::string& part : v.packed_from) {
+          const WeightTensor* t = r->weights_->find(part);
+          if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
+            return internal_error(v.name + ": part '" + part + "' is missing or does not match the packed layout");
+          packed.insert(packed.end(), t->data.begin(), t->data.end());
+        }
+        if (packed.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
+        r->packed_weights_.push_back(std::move(packed));
+        bytes = r->packed_weights_.back();
+      } else {
+        bytes = r->weights_->find(v.name)->data;
       }
-      if (bytes.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
-      r->packed_weights_.push_back(std::move(bytes));
-      TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->import_weights(r->packed_weights_.back()));
-    } else if (v.kind == graph::ValueKind::weight && !r->bound_.count(v.name)) {
-      const WeightTensor* t = r->weights_->find(v.name);
-      TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->import_weights(t->data));
+      if (v.layout == WeightLayout::rows_x4) {
+        // The repack pass chose another block order: made here, once, from the standard bytes.
+        TS_ASSIGN_OR_RETURN(std::vector<std::byte> x4, repack_rows_x4(v.desc.dtype, v.desc.shape[0], v.desc.shape[1], bytes));
+        if (!v.packed_from.empty()) r->packed_weights_.pop_back();  // the concatenation is not bound; its reorder is
+        r->packed_weights_.push_back(std::move(x4));
+        bytes = r->packed_weights_.back();
+      }
+      TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->import_weights(bytes));
     } else if (v.kind == graph::ValueKind::kv_pool) {
       TS_ASSIGN_OR_RETURN(r->bound_[v.name], r->device_->allocate(v.desc.bytes(), MemoryUse::kv_cache));
     }

@@ -32,6 +32,7 @@ struct RunnerOptions {
   std::string passes = "default";
   // Tile sizes that replace the tiling pass's: "matmul.chunk_bytes=32768,..." (docs/ir.md).
   std::string tile;
+  std::string weight_layout = "auto";  // --weight-layout: auto (the target's preference), rows or rows_x4
   static constexpr int32_t kDefaultContextCap = 4096;
 };
 
@@ -77,7 +78,7 @@ class ModelRunner {
   std::map<std::string, std::unique_ptr<Buffer>> bound_;  // weights and KV pools by name
   std::map<int32_t, std::unique_ptr<Executable>> executables_;  // by bucket max_tokens
   std::vector<std::string> placement_notes_;
-  // Weights the passes packed (pack=concat_rows in the IR), made once here;
+  // Weights the passes packed (pack=concat_rows) or reordered (layout=rows_x4), made once here;
   // the device may keep pointing at them (the CPU imports in place).
   std::vector<std::vector<std::byte>> packed_weights_;
 };

@@ -12,6 +12,7 @@ Status fuse_gate_up(Graph& g, const PassContext& ctx);
 Status fuse_matmul_residual(Graph& g, const PassContext& ctx);
 Status fuse_rope_kv_append(Graph& g, const PassContext& ctx);
 Status fuse_residual_norm(Graph& g, const PassContext& ctx);
+Status repack_weights(Graph& g, const PassContext& ctx);
 Status tile(Graph& g, const PassContext& ctx);
 
 }  // namespace tessera::graph::passes

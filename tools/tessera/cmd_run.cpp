@@ -11,7 +11,7 @@ namespace tessera::cli {
 namespace {
 
 struct RunFlags {
-  std::string model, tokenizer, prompt, prompt_ids, backend = "cpu", passes = "default", tile;
+  std::string model, tokenizer, prompt, prompt_ids, backend = "cpu", passes = "default", tile, weight_layout = "auto";
   int32_t steps = 256;
   float temperature = 1.0f, top_p = 0.9f;
   int32_t top_k = 0;
@@ -38,6 +38,7 @@ int run_main() {
   mo.strict = f.strict;
   mo.passes = f.passes;
   mo.tile = f.tile;
+  mo.weight_layout = f.weight_layout;
   auto model = Model::open(mo);
   if (!model) return fail(model.status());
   Model& m = **model;
@@ -127,6 +128,7 @@ Subcommand add_run(CLI::App& app) {
   s->add_option("--ctx", f.ctx, "context length to allocate (default: the model's, at most 4096)");
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... (docs/ir.md)");
+  s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s->add_flag("--strict", f.strict, "refuse to run nodes the backend lacks on the CPU instead");
   s->add_flag("--print-ids", f.print_ids, "print the whole id sequence on one line instead of text");
   return {s, run_main};
