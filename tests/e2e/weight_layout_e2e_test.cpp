@@ -78,13 +78,14 @@ TEST_CASE("tessera ir --weight-layout rows_x4 repacks the layer weights and leav
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(r.out.find("pack=concat_rows(\"blk.0.attn_q.weight\", \"blk.0.attn_k.weight\", \"blk.0.attn_v.weight\"), layout=rows_x4}") !=
         std::string::npos);
-  CHECK(r.out.find("\"blk.0.ffn_down.weight\" : q8_0[") != std::string::npos);
+  CHECK(r.out.find("\"blk.0.attn_output.weight\" : q8_0[64, 64] {layout=rows_x4}") != std::string::npos);
+  CHECK(r.out.find("\"blk.0.ffn_down.weight\" : f16[64, 172]\n") != std::string::npos);  // k = 172 is no q8_0 row: kept f16
   const size_t embd = r.out.find("weight \"token_embd.weight\"");
   REQUIRE(embd != std::string::npos);
   CHECK(r.out.substr(embd, r.out.find('\n', embd) - embd).find("layout") == std::string::npos);
   const auto plain = run_tessera({"ir", "-m", gguf});
   REQUIRE(plain.exit_code == 0);
-  CHECK(plain.out.find("layout=") == std::string::npos);  // the cpu prefers rows (docs/performance.md)
+  CHECK(plain.out.find("layout=rows_x4") == std::string::npos);  // the cpu prefers rows (docs/performance.md)
   const auto bad = run_tessera({"ir", "-m", gguf, "--weight-layout", "cols"});
   CHECK(bad.exit_code != 0);
   CHECK(bad.err.find("--weight-layout: 'cols'; expected auto, rows or rows_x4") != std::string::npos);
