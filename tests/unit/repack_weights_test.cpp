@@ -128,6 +128,9 @@ TEST_CASE("bad layouts get one line naming the weight and what was expected") {
   CHECK(parse_error("  %1 = weight \"w\" : q8_0[16, 32] {layout=cols}").find("layout=rows or layout=rows_x4 on a weight, got layout=cols") !=
         std::string::npos);
 
+  CHECK(parse_error("  %1 = kv_pool \"k\" : f32[16, 32] {layout=rows_x4}").find("expected layout= only on a weight, not on 'kv_pool'") !=
+        std::string::npos);
+
   auto verify_error = [](const std::string& text) {
     auto g = parse(text, "bad.ir");
     REQUIRE_MESSAGE(g.has_value(), g.status().message());
