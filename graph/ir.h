@@ -44,6 +44,9 @@ struct Value {
   std::vector<std::string> packed_from;
   // A constant's recipe: what its bytes are (graph/constants.h makes them).
   std::optional<RopeTableParams> rope_table;
+  // The weight's block order, chosen by the repack_weights pass and made
+  // once at load (after any packing); printed {layout=...} when not rows.
+  WeightLayout layout = WeightLayout::rows;
 };
 
 struct Node {

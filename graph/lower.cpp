@@ -87,6 +87,7 @@ Expected<Plan> lower(const Graph& g, const ShapeBucket& bucket) {
                                                   : BufferRole::step_input;
         pb.field = v.field;
         pb.bytes = bytes[i];
+        t.layout = v.layout;
         t.buffer = (uint32_t)plan.buffers.size();
         plan.buffers.push_back(std::move(pb));
         break;

@@ -389,6 +389,13 @@ Expected<Graph> parse(std::string_view text, const std::string& source) {
         }
         attrs.erase(it);
       }
+      if (auto it = attrs.find("layout"); it != attrs.end()) {
+        auto layout = weight_layout_from_name(it->second);
+        if (v.kind != ValueKind::weight) return l.error("layout= only on a weight, not on '" + head + "'");
+        if (!layout) return l.error("layout=rows or layout=rows_x4 on a weight, got layout=" + it->second);
+        v.layout = *layout;
+        attrs.erase(it);
+      }
       if (v.kind == ValueKind::constant) {
         TS_ASSIGN_OR_RETURN(v.rope_table, constant_recipe(l, std::move(attrs)));
         attrs.clear();

@@ -33,6 +33,8 @@ const std::vector<PassInfo>& registered_passes() {
        "cpu", passes::fuse_matmul_epilogue},
       {"fuse_elementwise", "a chain of single-use elementwise ops into one elementwise node running a small program", "cpu",
        passes::fuse_elementwise},
+      {"repack_weights", "each matmul weight in the block order the target's kernels read fastest, made once at load",
+       "cpu", passes::repack_weights},
       {"tile", "tile sizes for each matmul from the device's caches, cores and roofs (cost model); --tile overrides", "cpu",
        passes::tile},
   };
@@ -50,7 +52,7 @@ std::vector<std::string> default_pipeline(const std::string& target) {
   // leaves its pattern unfused there (it asks the target's kernel table).
   (void)target;
   return {"shape_inference", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm",
-          "fold_constants", "fuse_matmul_epilogue", "fuse_elementwise", "dce", "place", "tile"};
+          "fold_constants", "fuse_matmul_epilogue", "fuse_elementwise", "dce", "repack_weights", "place", "tile"};
 }
 
 Expected<std::vector<const PassInfo*>> parse_pipeline(const std::string& spec, const std::string& target,
@@ -100,6 +102,13 @@ Status run_pipeline(Graph& g, const std::vector<const PassInfo*>& passes, const 
     if (want && opts.print) opts.print("// after " + std::string(p->name) + "\n" + print(g));
   }
   return Status::ok();
+}
+
+Expected<std::optional<WeightLayout>> parse_weight_layout_override(const std::string& spec, const std::string& flag) {
+  if (spec.empty() || spec == "auto") return std::optional<WeightLayout>{};
+  auto l = weight_layout_from_name(spec);
+  if (!l) return invalid_argument(flag + ": '" + spec + "'; expected auto, rows or rows_x4");
+  return std::optional<WeightLayout>{*l};
 }
 
 Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag) {

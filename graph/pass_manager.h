@@ -8,6 +8,7 @@
 //   "default,-fuse_qkv"       the default order without one pass
 //   "shape_inference,dce"     exactly these, in this order
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ struct PassContext {
   // Positions a step may reach (the runner's context): the rows of the RoPE
   // tables fold_constants makes. 0: unknown, and fold_constants does nothing.
   int32_t max_positions = 0;
+  // --weight-layout: the layout repack_weights gives every matmul weight whose
+  // kernel reads it, in place of the target's preference; none: the preference.
+  std::optional<WeightLayout> weight_layout_override;
 };
 
 // Why placement put n off the target, in a line naming it ("" when it is on the target or a copy).
@@ -58,6 +62,9 @@ std::string why_placed(const Graph& g, const Node& n, const PassContext& ctx);
 Expected<std::vector<PlacementOverride>> parse_placement_overrides(const std::string& spec, const std::string& flag = "--place");
 
 Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag = "--tile");
+// "auto" or empty: none (the target's preference); "rows" or "rows_x4".
+Expected<std::optional<WeightLayout>> parse_weight_layout_override(const std::string& spec,
+                                                                   const std::string& flag = "--weight-layout");
 
 struct PassInfo {
   const char* name;

@@ -98,12 +98,17 @@ std::string print(const Graph& g) {
     const Value& v = g.values[i];
     if (v.kind == ValueKind::computed) continue;
     os << "  %" << i << " = " << to_string(v.kind) << " \"" << v.name << "\" : " << print_type(v);
+    // Made once at load: packed from these weights' rows, in this order,
+    // then reordered into the layout.
+    std::vector<std::string> attrs;
     if (!v.packed_from.empty()) {
-      // Layout: made once at load from these weights' rows, in this order.
-      os << " {pack=concat_rows(";
-      for (size_t k = 0; k < v.packed_from.size(); ++k) os << (k ? ", \"" : "\"") << v.packed_from[k] << "\"";
-      os << ")}";
+      std::string pack = "pack=concat_rows(";
+      for (size_t k = 0; k < v.packed_from.size(); ++k) pack += (k ? ", \"" : "\"") + v.packed_from[k] + "\"";
+      attrs.push_back(pack + ")");
     }
+    if (v.layout != WeightLayout::rows) attrs.push_back("layout=" + std::string(name(v.layout)));
+    for (size_t k = 0; k < attrs.size(); ++k) os << (k ? ", " : " {") << attrs[k];
+    if (!attrs.empty()) os << "}";
     if (v.rope_table) {
       // What the constant's bytes are; made once at load (graph/constants.h).
       os << " {recipe=rope_table, rot_dims=" << v.rope_table->rot_dims << ", theta=" << fmt_float(v.rope_table->theta)

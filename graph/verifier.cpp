@@ -76,6 +76,11 @@ Status verify_types(const Graph& g) {
 
 Status verify_weights(const Graph& g) {
   for (const Value& v : g.values) {
+    if (v.layout != WeightLayout::rows) {
+      if (v.kind != ValueKind::weight)
+        return invalid_argument("verify: %" + std::to_string(&v - g.values.data()) + ": only weights have a layout");
+      TS_TRY(check_weight_layout(v.layout, v.desc.dtype, v.desc.shape, "verify: '" + v.name + "'"));
+    }
     if (v.packed_from.empty()) continue;
     if (v.kind != ValueKind::weight) return invalid_argument("verify: '" + v.name + "': only weights are packed");
     if (v.desc.shape.rank != 2 || v.packed_from.size() < 2)
@@ -128,6 +133,22 @@ Status verify_constants(const Graph& g) {
   return Status::ok();
 }
 
+// Only the matmul kernels read a reordered weight, and only as their weight.
+Status verify_layout_readers(const Graph& g) {
+  for (const Node& n : g.nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Value& v = g.value(n.inputs[i]);
+      if (v.layout == WeightLayout::rows) continue;
+      const bool matmul_weight = i == 1 && (n.op == OpKind::matmul || n.op == OpKind::matmul_add ||
+                                            n.op == OpKind::matmul_silu_mul || n.op == OpKind::matmul_qkv ||
+                                            n.op == OpKind::matmul_add_rms_norm);
+      if (!matmul_weight)
+        return invalid_argument("verify: " + where(n) + ": reads '" + v.name + "' (layout=" + std::string(name(v.layout)) +
+                                ") as input " + std::to_string(i) + "; only a matmul's weight (input 1) may have a layout other than rows");
+    }
+  return Status::ok();
+}
+
 Status verify_memory(const Graph& g) {
   for (int64_t rows : {1, 64}) {
     TS_TRY(verify_memory_plan(g, plan_memory(g, value_bytes_at(g, rows))).with_context("verify: memory plan at " + std::to_string(rows) + " rows"));
@@ -143,6 +164,7 @@ Status verify(const Graph& g) {
   TS_TRY(verify_types(g));
   TS_TRY(verify_weights(g));
   TS_TRY(verify_placement(g));
+  TS_TRY(verify_layout_readers(g));
   return verify_memory(g);
 }
 

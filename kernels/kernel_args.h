@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "core/ops.h"
+#include "core/weight_layout.h"
 
 namespace tessera::kernels {
 
@@ -43,6 +44,8 @@ struct MatmulArgs {
   // matmul_epilogue: run over each block of y right after its dots are final
   // (while it is in cache), never as a second pass; null for a plain matmul.
   const EpilogueArgs* epilogue = nullptr;
+  // w's block order; rows_x4 for q8_0 / q4_0 only (core/weight_layout.h). Results do not depend on it.
+  WeightLayout w_layout = WeightLayout::rows;
 };
 
 struct RopeArgs {

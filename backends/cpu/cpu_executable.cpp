@@ -64,6 +64,17 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
     };
     for (const auto& t : d.inputs) bd.in.push_back(bind(t));
     for (const auto& t : d.outputs) bd.out.push_back(bind(t));
+    // A reordered weight is read right only by the matmul kernels, as their weight.
+    const bool is_matmul = d.op == OpKind::matmul || d.op == OpKind::matmul_add || d.op == OpKind::matmul_silu_mul ||
+                           d.op == OpKind::matmul_qkv || d.op == OpKind::matmul_add_rms_norm;
+    for (size_t i = 0; i < d.inputs.size(); ++i) {
+      const PlanTensor& t = d.inputs[i];
+      if (t.layout == WeightLayout::rows) continue;
+      if (!is_matmul || i != 1)
+        return unsupported("cpu: " + d.label + ": input " + std::to_string(i) + " has layout=" + std::string(name(t.layout)) +
+                           "; only a matmul's weight may");
+      TS_TRY(check_weight_layout(t.layout, t.desc.dtype, t.desc.shape, "cpu: " + d.label + ": weight"));
+    }
     // The most rows this dispatch can see: its planned outermost dimension.
     const int64_t max_rows = d.outputs.empty() ? 0 : d.outputs[0].desc.shape[0];
     if (is_matmul_family(d.op)) {
@@ -151,6 +162,7 @@ kernels::MatmulArgs CpuExecutable::matmul_args(const BoundDispatch& d, int64_t r
   m.x = reinterpret_cast<const float*>(d.in[0].data);
   m.w = d.in[1].data;
   m.w_dtype = d.in[1].desc.dtype;
+  m.w_layout = d.source->inputs[1].layout;
   m.y = reinterpret_cast<float*>(d.out[0].data);
   m.m = rows;
   m.n = d.in[1].desc.shape[0];

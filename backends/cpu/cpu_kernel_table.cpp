@@ -34,4 +34,23 @@ KernelChoice CpuKernelTable::query(const OpQuery& q) const {
   }
 }
 
+namespace {
+bool is_matmul(OpKind op) {
+  return op == OpKind::matmul || op == OpKind::matmul_add || op == OpKind::matmul_silu_mul || op == OpKind::matmul_qkv ||
+         op == OpKind::matmul_add_rms_norm;
+}
+}  // namespace
+
+// Measured (`tessera bench --matmul-layouts`, docs/performance.md): on the
+// 2-core AVX-512 VNNI host, rows_x4 was not faster than the standard layout
+// for q8_0 or q4_0, GEMV or GEMM, at llama-7B shapes (ratios within the
+// host's noise, both ways), so the standard layout stays preferred
+// everywhere. The kernels read both; --weight-layout rows_x4 asks for x4.
+WeightLayout CpuKernelTable::preferred_weight_layout(const LayoutQuery&) const { return WeightLayout::rows; }
+
+bool CpuKernelTable::reads_weight_layout(const LayoutQuery& q, WeightLayout l) const {
+  if (l == WeightLayout::rows) return true;
+  return l == WeightLayout::rows_x4 && is_matmul(q.op) && (q.weight_dtype == DType::q8_0 || q.weight_dtype == DType::q4_0);
+}
+
 }  // namespace tessera::cpu

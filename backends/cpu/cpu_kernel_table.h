@@ -8,6 +8,8 @@ namespace tessera::cpu {
 class CpuKernelTable final : public KernelTable {
  public:
   KernelChoice query(const OpQuery& q) const override;
+  WeightLayout preferred_weight_layout(const LayoutQuery& q) const override;
+  bool reads_weight_layout(const LayoutQuery& q, WeightLayout l) const override;
 };
 
 }  // namespace tessera::cpu

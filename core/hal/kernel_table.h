@@ -5,6 +5,8 @@
 
 #include "core/dtype.h"
 #include "core/ops.h"
+#include "core/tensor.h"
+#include "core/weight_layout.h"
 
 namespace tessera {
 
@@ -23,10 +25,24 @@ struct KernelChoice {
   std::string reason;  // why not, when unsupported
 };
 
+// Which block order a device's kernel reads fastest for one matmul-family
+// node's weight (the repack_weights pass asks; graph/passes/repack_weights.cpp).
+struct LayoutQuery {
+  OpKind op;
+  DType weight_dtype = DType::f32;
+  Shape weight_shape;  // [n, k]
+};
+
 class KernelTable {
  public:
   virtual ~KernelTable() = default;
   virtual KernelChoice query(const OpQuery& q) const = 0;
+  // The standard layout unless a backend has measured better; whatever it
+  // answers must be one its kernels for that op read.
+  virtual WeightLayout preferred_weight_layout(const LayoutQuery&) const { return WeightLayout::rows; }
+  // Whether its kernel for that op reads a weight in layout l at all (what
+  // --weight-layout may ask for where the preference is another).
+  virtual bool reads_weight_layout(const LayoutQuery&, WeightLayout l) const { return l == WeightLayout::rows; }
 };
 
 }  // namespace tessera

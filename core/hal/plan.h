@@ -10,6 +10,7 @@
 #include "core/hal/buffer.h"
 #include "core/ops.h"
 #include "core/tensor.h"
+#include "core/weight_layout.h"
 
 namespace tessera {
 
@@ -52,6 +53,7 @@ struct PlanTensor {
   uint64_t offset = 0;
   TensorDesc desc;  // dim 0 at the bucket's maximum when rows != fixed
   RowCount rows = RowCount::fixed;
+  WeightLayout layout = WeightLayout::rows;  // a weight's block order (the IR's {layout=...})
 };
 
 struct Dispatch {

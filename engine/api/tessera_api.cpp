@@ -33,6 +33,7 @@ Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
   ro.passes = o.passes;
   ro.tile = o.tile;
   ro.place = o.place;
+  ro.weight_layout = o.weight_layout;
   m->weights_ = weights;
   TS_ASSIGN_OR_RETURN(m->runner_, ModelRunner::create(weights, ro));
   return m;

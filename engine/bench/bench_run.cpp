@@ -48,6 +48,7 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   ro.passes = o.passes;
   ro.tile = o.tile;
   ro.place = o.place;
+  ro.weight_layout = o.weight_layout;
   TS_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(w, ro));
   for (const auto& note : runner->placement_notes()) log("bench: " + note);
 

@@ -22,6 +22,7 @@ struct BenchOptions {
   std::string passes = "default";  // graph passes (docs/ir.md)
   std::string tile;                // tile overrides (docs/ir.md)
   std::string place;   // --place: nodes pinned to a device
+  std::string weight_layout = "auto";  // --weight-layout (docs/ir.md)
 };
 
 struct BenchReport {

@@ -7,6 +7,7 @@
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
 #include "graph/constants.h"
+#include "core/weight_layout.h"
 #include "graph/lower.h"
 #include "graph/pass_manager.h"
 
@@ -69,6 +70,7 @@ Status ModelRunner::place_and_bind() {
   ctx.fallback_kernels = cpu ? &cpu->kernels() : &target.kernels();
   ctx.strict = o.strict;
   ctx.max_positions = max_context_;  // the rows of the folded RoPE tables
+  TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));
   TS_TRY(graph::run_pipeline(graph_, pipeline, ctx));
 
   // Never silently: what runs off the asked-for backend is reported once,
@@ -115,17 +117,29 @@ Status ModelRunner::place_and_bind() {
     DeviceSlot& slot = *std::find_if(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.backend == part.device; });
     for (const auto& v : part.graph.values) {
       if (slot.bound.count(v.name)) continue;
-      if (v.kind == graph::ValueKind::weight && !v.packed_from.empty()) {
-        // A packed weight: its parts' rows, in order (row-major, so their bytes one after another).
+      if (v.kind == graph::ValueKind::weight && (!v.packed_from.empty() || v.layout != WeightLayout::rows)) {
+        // Made once here, shared by every device that reads it: a packed
+        // weight (its parts' rows, in order; row-major, so their bytes one
+        // after another), then reordered when the repack pass chose a layout.
         auto [it, fresh] = packed_weights_.try_emplace(v.name);
         if (fresh) {
+          std::vector<std::byte> bytes;
+          if (v.packed_from.empty()) {
+            const WeightTensor* t = weights_->find(v.name);
+            if (!t) return internal_error("weight '" + v.name + "' is not in the model");
+            bytes.assign(t->data.begin(), t->data.end());
+          }
           for (const std::string& part_name : v.packed_from) {
             const WeightTensor* t = weights_->find(part_name);
             if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
               return internal_error(v.name + ": part '" + part_name + "' is missing or does not match the packed layout");
-            it->second.insert(it->second.end(), t->data.begin(), t->data.end());
+            bytes.insert(bytes.end(), t->data.begin(), t->data.end());
           }
-          if (it->second.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
+          if (bytes.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
+          if (v.layout == WeightLayout::rows_x4) {
+            TS_ASSIGN_OR_RETURN(bytes, repack_rows_x4(v.desc.dtype, v.desc.shape[0], v.desc.shape[1], bytes));
+          }
+          it->second = std::move(bytes);
         }
         TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(it->second));
       } else if (v.kind == graph::ValueKind::weight) {

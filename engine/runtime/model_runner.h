@@ -38,6 +38,7 @@ struct RunnerOptions {
   // The smallest context a plan is compiled for; plans double from there up
   // to max_context. max_context (or more) makes one context bucket.
   int32_t min_context_bucket = 256;
+  std::string weight_layout = "auto";  // --weight-layout: auto (the target's preference), rows or rows_x4
   static constexpr int32_t kDefaultContextCap = 4096;
 };
 

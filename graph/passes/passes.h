@@ -15,6 +15,7 @@ Status fuse_residual_norm(Graph& g, const PassContext& ctx);
 Status fold_constants(Graph& g, const PassContext& ctx);
 Status fuse_matmul_epilogue(Graph& g, const PassContext& ctx);
 Status fuse_elementwise(Graph& g, const PassContext& ctx);
+Status repack_weights(Graph& g, const PassContext& ctx);
 Status tile(Graph& g, const PassContext& ctx);
 Status place(Graph& g, const PassContext& ctx);
 

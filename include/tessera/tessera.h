@@ -33,6 +33,7 @@ struct ModelOptions {
   std::string passes = "default";  // graph passes: "default", "none", "default,-fuse_qkv", ... (docs/ir.md)
   std::string tile;                // tile overrides: "matmul.chunk_bytes=32768,..." (docs/ir.md)
   std::string place;               // nodes pinned to a device: "paged_attention=cpu,..." (docs/ir.md)
+  std::string weight_layout = "auto";  // matmul weights' block order: auto (the target's preference), rows, rows_x4
 };
 
 class Model;

@@ -43,13 +43,40 @@ inline const int32_t* qx_corr(const std::byte* row, int64_t nb) {
 inline const float* qx_d(const std::byte* row, int64_t nb) { return reinterpret_cast<const float*>(row + nb * 64); }
 }  // namespace
 
+// Where a quantized tile finds its weight blocks: row r's block b is at
+// base + r * row_stride + b * block_stride. The standard layout has
+// row_stride = a row's bytes, block_stride = one block; rows_x4
+// (core/weight_layout.h) has row_stride = one block, block_stride = the
+// group's width in blocks. One tile per ISA serves both, with the same dots
+// in the same order. (A plain struct: its helpers below are per-ISA copies.)
+struct QWeightRows {
+  const std::byte* base = nullptr;
+  int64_t row_stride = 0, block_stride = 0;
+};
+
+namespace {
+inline QWeightRows weight_row(const QWeightRows& w, int r) { return {w.base + r * w.row_stride, w.row_stride, w.block_stride}; }
+
+// One weight row's blocks, indexed like an array: rows[r][b].
+template <typename Block>
+struct BlockRow {
+  const std::byte* p = nullptr;
+  int64_t stride = 0;
+  const Block& operator[](int64_t b) const { return *reinterpret_cast<const Block*>(p + b * stride); }
+};
+template <typename Block, int NR>
+inline void block_rows(const QWeightRows& w, BlockRow<Block> (&rows)[NR]) {
+  for (int r = 0; r < NR; ++r) rows[r] = {w.base + r * w.row_stride, w.block_stride};
+}
+}  // namespace
+
 // Quantizes one x row of k floats (k a multiple of 32) for weights of w_dtype.
 using QuantizeRowFn = void (*)(DType w_dtype, const float* x, int64_t k, std::byte* row);
 
 // y[i * ldy + r] = dot(x row i, w row r) for i < mr <= 4, r < nr <= 4.
 // Quantized: x rows are qx rows (stride x_stride bytes), w rows are blocks.
-using QTileFn = void (*)(const std::byte* x, int64_t x_stride, int mr, const std::byte* w, int64_t w_stride, int nr,
-                         int64_t k, float* y, int64_t ldy);
+using QTileFn = void (*)(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
+                         int64_t ldy);
 // Plain: x rows are f32 (stride ldx floats), w rows are f32/f16/bf16.
 using FTileFn = void (*)(const float* x, int64_t ldx, int mr, const std::byte* w, int64_t w_stride, int nr, int64_t k,
                          float* y, int64_t ldy);
@@ -71,8 +98,8 @@ const IsaKernels& active_kernels();
 
 // Each ISA family's kernels, named <dtype>_<op>__<isa>, defined in the file of that name.
 void quantize_row__portable(DType w_dtype, const float* x, int64_t k, std::byte* row);
-void q8_0_tile__portable(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
-void q4_0_tile__portable(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void q8_0_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_0_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void f32_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
@@ -83,8 +110,8 @@ void bf16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
 
 #if defined(TESSERA_X86)
 void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row);
-void q8_0_tile__avx2(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
-void q4_0_tile__avx2(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void q8_0_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_0_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void f32_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
@@ -94,8 +121,8 @@ void f16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
-void q8_0_tile__avx512vnni(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
-void q4_0_tile__avx512vnni(const std::byte*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void q8_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void f32_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);

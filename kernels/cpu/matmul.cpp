@@ -69,9 +69,15 @@ void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& i
     for (int64_t r = r0; r < r1; ++r) isa.quantize_row(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
   });
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
+  const int64_t block_bytes = traits(a.w_dtype).block_bytes;
+  const bool x4 = a.w_layout == WeightLayout::rows_x4;
   const auto* w = static_cast<const std::byte*>(a.w);
+  // Tiles start at multiples of kNR = kRowsX4Group rows, so a tile is one x4 group.
+  static_assert(kNR == kRowsX4Group);
   blocked(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
-    tile_fn(qx + m0 * xs, xs, mr, w + n0 * row_bytes, row_bytes, nr, a.k, a.y + m0 * a.n + n0, a.n);
+    const detail::QWeightRows rows = x4 ? detail::QWeightRows{w + n0 * row_bytes, block_bytes, nr * block_bytes}
+                                        : detail::QWeightRows{w + n0 * row_bytes, row_bytes, block_bytes};
+    tile_fn(qx + m0 * xs, xs, mr, rows, nr, a.k, a.y + m0 * a.n + n0, a.n);
   });
 }
 

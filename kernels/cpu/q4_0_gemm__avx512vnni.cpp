@@ -13,7 +13,7 @@ namespace {
 
 // The f16 scales of block b in four rows, packed in a general register (the
 // empty asm statements: see scales4 in simd_util__x86.h).
-inline uint64_t pack4_scales(const BlockQ4_0* const* rows, int64_t b) {
+inline uint64_t pack4_scales(const BlockRow<BlockQ4_0>* rows, int64_t b) {
   uint64_t lo = (uint64_t)rows[0][b].d | (uint64_t)rows[1][b].d << 16;
   asm("" : "+r"(lo));
   uint64_t hi = (uint64_t)rows[2][b].d << 32 | (uint64_t)rows[3][b].d << 48;
@@ -22,10 +22,10 @@ inline uint64_t pack4_scales(const BlockQ4_0* const* rows, int64_t b) {
 }
 
 template <int MR, int NR>
-void q4_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, int64_t nb, float* y, int64_t ldy) {
+void q4_0_tile(const std::byte* x, int64_t xs, const QWeightRows& w, int64_t nb, float* y, int64_t ldy) {
   const int64_t pairs = (nb + 1) / 2, full_pairs = nb / 2;
-  const BlockQ4_0* wr[NR];
-  for (int r = 0; r < NR; ++r) wr[r] = reinterpret_cast<const BlockQ4_0*>(w + r * ws);
+  BlockRow<BlockQ4_0> wr[NR];
+  block_rows(w, wr);
   const int8_t* xq[MR];
   const int32_t* xc[MR];
   const float* xd[MR];
@@ -74,7 +74,8 @@ void q4_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, i
     }
   };
 
-  const char* next_span = reinterpret_cast<const char*>(w) + NR * ws;
+  // The next NR rows start NR rows' bytes on, in either layout.
+  const char* next_span = reinterpret_cast<const char*>(w.base) + NR * nb * (int64_t)sizeof(BlockQ4_0);
   for (int64_t p = 0; p < full_pairs; ++p) {
     if constexpr (NR == 4)
       prefetch_next_span<2 * NR * sizeof(BlockQ4_0)>(next_span + p * 2 * NR * (int64_t)sizeof(BlockQ4_0));
@@ -86,21 +87,20 @@ void q4_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, i
 }
 
 template <int NR>
-void q4_0_rows(const std::byte* x, int64_t xs, int mr, const std::byte* w, int64_t ws, int64_t nb, float* y,
-               int64_t ldy) {
+void q4_0_rows(const std::byte* x, int64_t xs, int mr, const QWeightRows& w, int64_t nb, float* y, int64_t ldy) {
   int i = 0;
-  for (; i + 4 <= mr; i += 4) q4_0_tile<4, NR>(x + i * xs, xs, w, ws, nb, y + i * ldy, ldy);
-  for (; i + 2 <= mr; i += 2) q4_0_tile<2, NR>(x + i * xs, xs, w, ws, nb, y + i * ldy, ldy);
-  for (; i < mr; ++i) q4_0_tile<1, NR>(x + i * xs, xs, w, ws, nb, y + i * ldy, ldy);
+  for (; i + 4 <= mr; i += 4) q4_0_tile<4, NR>(x + i * xs, xs, w, nb, y + i * ldy, ldy);
+  for (; i + 2 <= mr; i += 2) q4_0_tile<2, NR>(x + i * xs, xs, w, nb, y + i * ldy, ldy);
+  for (; i < mr; ++i) q4_0_tile<1, NR>(x + i * xs, xs, w, nb, y + i * ldy, ldy);
 }
 
 }  // namespace
 
-void q4_0_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const std::byte* w, int64_t w_stride, int nr,
+void q4_0_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr,
                            int64_t k, float* y, int64_t ldy) {
   const int64_t nb = k / kQK4_0;
-  if (nr == 4) return q4_0_rows<4>(x, x_stride, mr, w, w_stride, nb, y, ldy);
-  for (int r = 0; r < nr; ++r) q4_0_rows<1>(x, x_stride, mr, w + r * w_stride, w_stride, nb, y + r, ldy);
+  if (nr == 4) return q4_0_rows<4>(x, x_stride, mr, w, nb, y, ldy);
+  for (int r = 0; r < nr; ++r) q4_0_rows<1>(x, x_stride, mr, weight_row(w, r), nb, y + r, ldy);
 }
 
 }  // namespace tessera::kernels::cpu::detail

@@ -42,9 +42,9 @@ void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row
 namespace {
 
 template <int MR, int NR>
-void q8_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, int64_t nb, float* y, int64_t ldy) {
-  const BlockQ8_0* wr[NR];
-  for (int r = 0; r < NR; ++r) wr[r] = reinterpret_cast<const BlockQ8_0*>(w + r * ws);
+void q8_0_tile(const std::byte* x, int64_t xs, const QWeightRows& w, int64_t nb, float* y, int64_t ldy) {
+  BlockRow<BlockQ8_0> wr[NR];
+  block_rows(w, wr);
   const int8_t* xq[MR];
   const float* xd[MR];
   for (int i = 0; i < MR; ++i) {
@@ -55,7 +55,8 @@ void q8_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, i
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();
   const __m256i ones16 = _mm256_set1_epi16(1);
-  const char* next_span = reinterpret_cast<const char*>(w) + NR * ws;
+  // The next NR rows start NR rows' bytes on, in either layout.
+  const char* next_span = reinterpret_cast<const char*>(w.base) + NR * nb * (int64_t)sizeof(BlockQ8_0);
   for (int64_t b = 0; b < nb; ++b) {
     if constexpr (NR == 4) prefetch_next_span<NR * sizeof(BlockQ8_0)>(next_span + b * NR * (int64_t)sizeof(BlockQ8_0));
     __m256i wq[NR], wabs[NR];
@@ -80,20 +81,19 @@ void q8_0_tile(const std::byte* x, int64_t xs, const std::byte* w, int64_t ws, i
 
 // Two x rows at most: 16 ymm registers hold 2 x 4 accumulators and the weights.
 template <int NR>
-void q8_0_rows(const std::byte* x, int64_t xs, int mr, const std::byte* w, int64_t ws, int64_t nb, float* y,
-               int64_t ldy) {
+void q8_0_rows(const std::byte* x, int64_t xs, int mr, const QWeightRows& w, int64_t nb, float* y, int64_t ldy) {
   int i = 0;
-  for (; i + 2 <= mr; i += 2) q8_0_tile<2, NR>(x + i * xs, xs, w, ws, nb, y + i * ldy, ldy);
-  for (; i < mr; ++i) q8_0_tile<1, NR>(x + i * xs, xs, w, ws, nb, y + i * ldy, ldy);
+  for (; i + 2 <= mr; i += 2) q8_0_tile<2, NR>(x + i * xs, xs, w, nb, y + i * ldy, ldy);
+  for (; i < mr; ++i) q8_0_tile<1, NR>(x + i * xs, xs, w, nb, y + i * ldy, ldy);
 }
 
 }  // namespace
 
-void q8_0_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const std::byte* w, int64_t w_stride, int nr,
+void q8_0_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr,
                      int64_t k, float* y, int64_t ldy) {
   const int64_t nb = k / kQK8_0;
-  if (nr == 4) return q8_0_rows<4>(x, x_stride, mr, w, w_stride, nb, y, ldy);
-  for (int r = 0; r < nr; ++r) q8_0_rows<1>(x, x_stride, mr, w + r * w_stride, w_stride, nb, y + r, ldy);
+  if (nr == 4) return q8_0_rows<4>(x, x_stride, mr, w, nb, y, ldy);
+  for (int r = 0; r < nr; ++r) q8_0_rows<1>(x, x_stride, mr, weight_row(w, r), nb, y + r, ldy);
 }
 
 }  // namespace tessera::kernels::cpu::detail

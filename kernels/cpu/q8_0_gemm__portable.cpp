@@ -28,15 +28,15 @@ void quantize_row__portable(DType w_dtype, const float* x, int64_t k, std::byte*
   }
 }
 
-void q8_0_tile__portable(const std::byte* x, int64_t x_stride, int mr, const std::byte* w, int64_t w_stride, int nr,
-                         int64_t k, float* y, int64_t ldy) {
+void q8_0_tile__portable(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
+                         float* y, int64_t ldy) {
   const int64_t nb = k / kQK8_0;
   for (int i = 0; i < mr; ++i) {
     const std::byte* xr = x + i * x_stride;
     const int8_t* xq = qx_qs(xr);
     const float* xd = qx_d(xr, nb);
     for (int r = 0; r < nr; ++r) {
-      const auto* wb = reinterpret_cast<const BlockQ8_0*>(w + r * w_stride);
+      const BlockRow<BlockQ8_0> wb{w.base + r * w.row_stride, w.block_stride};
       float acc = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
         int32_t s = 0;

@@ -43,8 +43,8 @@ inline void prefetch_next_span(const char* p) {
 // vcvtph2ps, keeping the vector ports for the dot products; the empty asm
 // statements stop GCC's SLP vectorizer from moving the packing back onto
 // the vector ports as a longer sequence.
-template <typename Block>
-inline __m128 scales4(const Block* const* rows, int64_t b) {
+template <typename Row>
+inline __m128 scales4(const Row* rows, int64_t b) {
   uint64_t lo = (uint64_t)rows[0][b].d | (uint64_t)rows[1][b].d << 16;
   asm("" : "+r"(lo));
   uint64_t hi = (uint64_t)rows[2][b].d << 32 | (uint64_t)rows[3][b].d << 48;
@@ -62,8 +62,8 @@ inline __m256 lane(__m128 s) {
 }
 
 // Per-row, per-block scales d_w * d_x for NR = 4 (vectorized) or NR = 1.
-template <int NR, typename Block>
-inline void block_scales(const Block* const* rows, int64_t b, float xd, __m256* out) {
+template <int NR, typename Row>
+inline void block_scales(const Row* rows, int64_t b, float xd, __m256* out) {
   if constexpr (NR == 4) {
     const __m128 s = _mm_mul_ps(scales4(rows, b), _mm_set1_ps(xd));
     out[0] = lane<0>(s);

@@ -4,7 +4,10 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "backends/cpu/cpu_device.h"
+#include "core/thread_pool.h"
 #include "engine/bench/bench_run.h"
+#include "engine/bench/matmul_layouts.h"
 #include "tools/tessera/cli_common.h"
 
 namespace tessera::cli {
@@ -12,9 +15,9 @@ namespace tessera::cli {
 namespace {
 
 struct BenchFlags {
-  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place;
+  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto";
   int32_t prompt_tokens = 128, gen_tokens = 32;
-  bool json = false;
+  bool json = false, matmul_layouts = false;
 } f;
 
 void log_line(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
@@ -48,7 +51,21 @@ nlohmann::json to_json(const BenchReport& r) {
   };
 }
 
+// The measurement behind the CPU's preferred weight layouts (docs/performance.md).
+int matmul_layouts_main() {
+  ThreadPool pool(cpu::default_cpu_threads());
+  std::printf("matmul weight layouts, %d threads, median of 25 runs each, alternating (ms)\n", pool.num_threads());
+  std::printf("%-6s %5s %6s %6s %10s %10s %8s %10s %10s %8s\n", "dtype", "m", "n", "k", "rows", "rows_x4", "x4 gain",
+              "rows min", "x4 min", "min gain");
+  for (const MatmulLayoutCase& c : bench_matmul_layouts(pool, 25))
+    std::printf("%-6s %5lld %6lld %6lld %10.3f %10.3f %7.3fx %10.3f %10.3f %7.3fx\n", std::string(name(c.dtype)).c_str(),
+                (long long)c.m, (long long)c.n, (long long)c.k, c.rows_ms, c.x4_ms, c.speedup(), c.rows_min_ms, c.x4_min_ms,
+                c.min_speedup());
+  return 0;
+}
+
 int bench_main() {
+  if (f.matmul_layouts) return matmul_layouts_main();
   BenchOptions o;
   o.model_path = f.model;
   o.backend = f.backend;
@@ -61,6 +78,7 @@ int bench_main() {
   o.passes = f.passes;
   o.tile = f.tile;
   o.place = f.place;
+  o.weight_layout = f.weight_layout;
   auto reports = run_bench(o, log_line);
   if (!reports) return fail(reports.status());
   if (f.json) {
@@ -101,7 +119,10 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... (docs/ir.md)");
+  s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s->add_flag("--json", f.json, "print one JSON object");
+  s->add_flag("--matmul-layouts", f.matmul_layouts,
+              "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");
   return {s, bench_main};
 }
 

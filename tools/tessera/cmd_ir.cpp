@@ -20,7 +20,7 @@ namespace tessera::cli {
 namespace {
 
 struct IrFlags {
-  std::string model, passes, tile, place, print_after, target = "cpu", parse_file;
+  std::string model, passes, tile, place, weight_layout = "auto", print_after, target = "cpu", parse_file;
   bool print_after_all = false, time_passes = false, list_passes = false, strict = false;
   int32_t ctx = 0, block_size = 16, memory_plan_rows = 0;
 } f;
@@ -33,7 +33,7 @@ int run_and_print(graph::Graph& g, const std::string& spec, int32_t max_position
   // The target's kernel table decides which fusions apply.
   auto device = open_device(f.target, 0);
   if (!device) return fail(device.status().with_context("--target"));
-  graph::PassContext ctx{f.target, &(*device)->kernels(), &(*device)->info(), {}};
+  graph::PassContext ctx{f.target, &(*device)->kernels(), &(*device)->info(), {}, {}};
   auto overrides = graph::parse_tile_overrides(f.tile);
   if (!overrides) return fail(overrides.status());
   ctx.tile_overrides = *overrides;
@@ -50,6 +50,9 @@ int run_and_print(graph::Graph& g, const std::string& spec, int32_t max_position
   ctx.placement_overrides = *place;
   ctx.strict = f.strict;
   ctx.max_positions = max_positions;
+  auto layout = graph::parse_weight_layout_override(f.weight_layout);
+  if (!layout) return fail(layout.status());
+  ctx.weight_layout_override = *layout;
   graph::PipelineOptions po;
   po.verify_each = true;
   po.print_after_all = f.print_after_all;
@@ -122,6 +125,7 @@ Subcommand add_ir(CLI::App& app) {
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... e.g. matmul.chunk_bytes=32768");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, e.g. paged_attention=cpu");
   s->add_flag("--strict", f.strict, "placement refuses a node the target cannot run instead of putting it on the CPU");
+  s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s->add_option("--memory-plan", f.memory_plan_rows, "after the graph, print its arena plan at this many rows (T = R)");
   s->add_option("--ctx", f.ctx, "context length the KV pools and folded RoPE tables are sized for (default: the model's, at most 4096)");
   s->add_option("--block-size", f.block_size, "KV block size in tokens");

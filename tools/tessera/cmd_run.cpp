@@ -11,7 +11,7 @@ namespace tessera::cli {
 namespace {
 
 struct RunFlags {
-  std::string model, tokenizer, prompt, prompt_ids, backend = "cpu", passes = "default", tile, place;
+  std::string model, tokenizer, prompt, prompt_ids, backend = "cpu", passes = "default", tile, place, weight_layout = "auto";
   int32_t steps = 256;
   float temperature = 1.0f, top_p = 0.9f;
   int32_t top_k = 0;
@@ -39,6 +39,7 @@ int run_main() {
   mo.passes = f.passes;
   mo.tile = f.tile;
   mo.place = f.place;
+  mo.weight_layout = f.weight_layout;
   auto model = Model::open(mo);
   if (!model) return fail(model.status());
   Model& m = **model;
@@ -129,6 +130,7 @@ Subcommand add_run(CLI::App& app) {
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob (docs/ir.md)");
+  s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s->add_flag("--strict", f.strict, "refuse to run nodes the backend lacks on the CPU instead");
   s->add_flag("--print-ids", f.print_ids, "print the whole id sequence on one line instead of text");
   return {s, run_main};

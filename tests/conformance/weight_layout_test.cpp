@@ -1,0 +1,106 @@
+// The quantized matmuls on the rows_x4 weight layout (core/weight_layout.h)
+// against the reference on the standard layout, on every runnable ISA, at
+// m = 1, 3, 17, 64 and n not a multiple of 4 (the last group narrower).
+#include <string>
+#include <vector>
+
+#include "conformance.h"
+#include "core/weight_layout.h"
+
+namespace tessera::testing {
+namespace {
+
+struct Case {
+  int64_t m, n, k;
+};
+
+const std::vector<Case> kCases = {{1, 1, 32},   {1, 6, 64},    {1, 33, 96},   {1, 260, 1024}, {3, 5, 64},   {3, 17, 160},
+                                  {17, 2, 32},  {17, 45, 256}, {17, 64, 96},  {64, 3, 64},    {64, 70, 128}, {64, 129, 512}};
+
+std::vector<float> reference(DType t, const std::vector<float>& x, const std::vector<std::byte>& w, const Case& c) {
+  std::vector<float> y((size_t)(c.m * c.n));
+  ref::matmul({x.data(), w.data(), t, y.data(), c.m, c.n, c.k, nullptr});
+  return y;
+}
+
+std::vector<float> cpu_matmul(DType t, WeightLayout layout, const std::vector<float>& x, const std::vector<std::byte>& w,
+                              const Case& c) {
+  std::vector<float> y((size_t)(c.m * c.n), -777.0f);
+  AlignedBuffer ws(cpu::matmul_workspace_bytes(t, c.m, c.k));
+  MatmulArgs a{x.data(), w.data(), t, y.data(), c.m, c.n, c.k, ws.data()};
+  a.w_layout = layout;
+  cpu::matmul(a, pool());
+  return y;
+}
+
+// x = q * d with f16-exact d and |q| <= 127 survives the kernels' q8
+// quantization exactly, so the only difference left to the reference is f32
+// rounding: a block or row addressed wrongly cannot hide in the error bound.
+std::vector<float> q8_exact_x(int64_t m, int64_t k, Rng& rng) {
+  std::vector<float> x((size_t)(m * k));
+  for (size_t b = 0; b < x.size() / kQK8_0; ++b) {
+    const float d = f16_to_f32(f32_to_f16(rng.uniform(0.001f, 0.05f)));
+    for (int j = 0; j < kQK8_0; ++j) x[b * kQK8_0 + j] = (float)rng.integer(-127, 127) * d;
+    x[b * kQK8_0] = 127.0f * d;
+  }
+  return x;
+}
+
+void check_layout(DType t, uint64_t salt) {
+  Rng rng(salt);
+  for (const Case& c : kCases) {
+    INFO(std::string(name(t)) << " m=" << c.m << " n=" << c.n << " k=" << c.k);
+    const std::vector<std::byte> w = random_weights(t, c.n, c.k, rng);
+    const std::vector<std::byte> w_x4 = repack_rows_x4(t, c.n, c.k, w).value();
+    const std::vector<float> x = rng.floats((size_t)(c.m * c.k)), x_exact = q8_exact_x(c.m, c.k, rng);
+    const std::vector<float> want = reference(t, x, w, c), want_exact = reference(t, x_exact, w, c);
+    for_each_isa([&](cpu::Isa) {
+      const std::vector<float> y = cpu_matmul(t, WeightLayout::rows_x4, x, w_x4, c);
+      if (c.m * c.n >= 32) CHECK(rel_error(y, want) <= 1e-2);
+      CHECK(rel_error(cpu_matmul(t, WeightLayout::rows_x4, x_exact, w_x4, c), want_exact) <= 1e-5);
+      // Same integer dots in the same float order as the standard layout.
+      const std::vector<float> y_rows = cpu_matmul(t, WeightLayout::rows, x, w, c);
+      CHECK(std::memcmp(y.data(), y_rows.data(), y.size() * sizeof(float)) == 0);
+    });
+  }
+}
+
+TEST_CASE("q8_0 matmul on rows_x4 weights matches reference, m=1,3,17,64, n not a multiple of 4, on every ISA") {
+  check_layout(DType::q8_0, 301);
+}
+
+TEST_CASE("q4_0 matmul on rows_x4 weights matches reference, m=1,3,17,64, n not a multiple of 4, on every ISA") {
+  check_layout(DType::q4_0, 302);
+}
+
+TEST_CASE("fused matmul ops read rows_x4 weights: matmul_qkv and matmul_silu_mul match reference on every ISA") {
+  Rng rng(303);
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    const int64_t m = 5, k = 128, q_rows = 24, kv_rows = 7, n = q_rows + 2 * kv_rows;  // 38 rows: a group of 2 at the end
+    INFO(std::string(name(t)));
+    const std::vector<std::byte> w = random_weights(t, n, k, rng);
+    const std::vector<std::byte> w_x4 = repack_rows_x4(t, n, k, w).value();
+    const std::vector<float> x = q8_exact_x(m, k, rng);
+    std::vector<float> ref_y((size_t)(m * n)), rq((size_t)(m * q_rows)), rk((size_t)(m * kv_rows)), rv((size_t)(m * kv_rows));
+    ref::matmul_qkv({{x.data(), w.data(), t, ref_y.data(), m, n, k, nullptr}, rq.data(), rk.data(), rv.data(), q_rows, kv_rows});
+    const int64_t f = n / 2;
+    std::vector<float> ref_silu((size_t)(m * f));
+    ref::matmul_silu_mul({{x.data(), w.data(), t, ref_y.data(), m, n, k, nullptr}, ref_silu.data()});
+    for_each_isa([&](cpu::Isa) {
+      AlignedBuffer ws(cpu::matmul_workspace_bytes(t, m, k));
+      std::vector<float> y((size_t)(m * n)), q((size_t)(m * q_rows)), kk((size_t)(m * kv_rows)), v((size_t)(m * kv_rows));
+      MatmulArgs mm{x.data(), w_x4.data(), t, y.data(), m, n, k, ws.data()};
+      mm.w_layout = WeightLayout::rows_x4;
+      cpu::matmul_qkv({mm, q.data(), kk.data(), v.data(), q_rows, kv_rows}, pool());
+      CHECK(rel_error(q, rq) <= 1e-5);
+      CHECK(rel_error(kk, rk) <= 1e-5);
+      CHECK(rel_error(v, rv) <= 1e-5);
+      std::vector<float> silu((size_t)(m * f));
+      cpu::matmul_silu_mul({mm, silu.data()}, pool());
+      CHECK(rel_error(silu, ref_silu) <= 1e-5);
+    });
+  }
+}
+
+}  // namespace
+}  // namespace tessera::testing

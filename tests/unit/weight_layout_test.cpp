@@ -1,0 +1,66 @@
+// repack_rows_x4 (core/weight_layout.h): block positions on a small known
+// case, the round trip on random bytes, and its refusals.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "core/weight_layout.h"
+#include "support/random.h"
+
+using namespace tessera;
+
+namespace {
+
+// Every byte of q8_0 block b of row r set to a value naming (r, b).
+std::vector<std::byte> tagged_q8_0(int64_t rows, int64_t nb) {
+  const int64_t bb = sizeof(BlockQ8_0);
+  std::vector<std::byte> w((size_t)(rows * nb * bb));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t j = 0; j < bb; ++j) w[(size_t)((r * nb + b) * bb + j)] = (std::byte)(r * 16 + b);
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("rows_x4 puts the 4 rows' block b together, and a last group of n % 4 rows interleaves over its own width") {
+  const int64_t rows = 6, nb = 3, bb = sizeof(BlockQ8_0);
+  const auto x4 = repack_rows_x4(DType::q8_0, rows, nb * 32, tagged_q8_0(rows, nb));
+  REQUIRE_MESSAGE(x4.has_value(), x4.status().message());
+  // Group 0 (rows 0-3): blocks in the order (r0 b0, r1 b0, r2 b0, r3 b0, r0 b1, ...).
+  // Group 1 (rows 4-5, width 2): (r4 b0, r5 b0, r4 b1, r5 b1, r4 b2, r5 b2).
+  std::vector<int> want;
+  for (int b = 0; b < nb; ++b)
+    for (int r = 0; r < 4; ++r) want.push_back(r * 16 + b);
+  for (int b = 0; b < nb; ++b)
+    for (int r = 4; r < 6; ++r) want.push_back(r * 16 + b);
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    for (int64_t j = 0; j < bb; ++j) CHECK((int)(*x4)[i * (size_t)bb + (size_t)j] == want[i]);
+  }
+}
+
+TEST_CASE("unpack_rows_x4 undoes repack_rows_x4 on random bytes, q8_0 and q4_0, n from 1 to 9") {
+  testing::Rng rng(401);
+  for (DType t : {DType::q8_0, DType::q4_0})
+    for (int64_t n = 1; n <= 9; ++n) {
+      const int64_t k = 32 * rng.integer(1, 5);
+      std::vector<std::byte> w(bytes_for(t, n * k));
+      for (auto& b : w) b = (std::byte)rng.integer(0, 255);
+      const auto x4 = repack_rows_x4(t, n, k, w);
+      REQUIRE(x4.has_value());
+      CHECK(x4->size() == w.size());
+      if (n >= 2 && k > 32) CHECK(*x4 != w);  // two rows of two blocks or more: some block moved
+      CHECK(unpack_rows_x4(t, n, k, *x4).value() == w);
+    }
+}
+
+TEST_CASE("repack_rows_x4 refuses other dtypes, partial blocks and a wrong byte count with one line") {
+  std::vector<std::byte> w(bytes_for(DType::f32, 4 * 32));
+  CHECK(repack_rows_x4(DType::f32, 4, 32, w).status().message() ==
+        "repack_rows_x4: layout=rows_x4 holds q8_0 or q4_0 weights, got f32");
+  CHECK(repack_rows_x4(DType::q8_0, 4, 40, w).status().message() ==
+        "repack_rows_x4: layout=rows_x4 holds a 2-D weight of whole blocks per row, got shape [4, 40]");
+  CHECK(repack_rows_x4(DType::q8_0, 4, 32, w).status().message() ==
+        "repack_rows_x4: 512 bytes; a q8_0[4, 32] weight has 136");
+}
