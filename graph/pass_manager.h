@@ -18,13 +18,13 @@
 
 namespace tessera::graph {
 
-// One --tile item: OP.FIELD=BYTES, OP a matmul-family op name or '*'.
+// One --tile item: OP.FIELD=VALUE, OP a matmul-family op name or '*',
+// FIELD one of core/tile_params.h's (each with its allowed range).
 struct TileOverride {
   std::string op;     // "*" for every op
-  std::string field;  // weight_block_bytes | chunk_bytes
-  int64_t bytes = 0;
+  std::string field;  // a TileField name: weight_block_bytes, chunk_bytes, workgroup_size, ...
+  int64_t value = 0;
 };
-// "matmul.chunk_bytes=32768,*.weight_block_bytes=65536"; an error names the flag and the item.
 struct PassContext {
   std::string target = "cpu";
   // The target's kernels; fusions apply only where it has the fused kernel.
@@ -36,6 +36,7 @@ struct PassContext {
   std::vector<TileOverride> tile_overrides;
 };
 
+// "matmul.chunk_bytes=32768,*.tile_m=32"; an error names the flag, the item and the allowed values.
 Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag = "--tile");
 
 struct PassInfo {

@@ -225,6 +225,36 @@ TEST_CASE("vulkan: staged copies, portable shaders and chunked weight bindings e
   }
 }
 
+// Tiles other than the tiling pass's choice (docs/backends.md): gemv workgroups
+// that are not a whole number of subgroups and rows per workgroup that are
+// not a power of two, every gemm tile shape, and the portable gemv with more
+// rows than invocations: each output is the same dot in every tiling.
+TEST_CASE("vulkan: stories260K with --tile overrides of every GPU field gives run.c's ids") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  REQUIRE(cases.size() >= 5);
+  struct Variant {
+    const char* tile;
+    bool portable;
+  };
+  for (const Variant& v : {Variant{"*.workgroup_size=64,*.rows_per_workgroup=8,*.tile_m=32,*.tile_n=128", false},
+                           Variant{"*.workgroup_size=20,*.rows_per_workgroup=36,*.tile_m=128,*.tile_n=32", false},
+                           Variant{"*.workgroup_size=16,*.rows_per_workgroup=44,*.tile_m=64,*.tile_n=32", true}}) {
+    CAPTURE(v.tile);
+    CAPTURE(v.portable);
+    if (v.portable) setenv("TESSERA_VULKAN_PORTABLE", "1", 1);
+    const auto ids = run_ids({"-m", shared_path("models/stories260K.bin"), "--prompt-ids", cases[4].prompt_ids, "--temp", "0",
+                              "-n", "200", "--tile", v.tile});
+    if (v.portable) unsetenv("TESSERA_VULKAN_PORTABLE");
+    CHECK(join_ids(ids) == join_ids(cases[4].full_ids));
+  }
+  const auto bad = run_tessera({"run", "--backend", "vulkan", "-m", shared_path("models/stories260K.bin"), "--prompt-ids", "1",
+                                "-n", "2", "--tile", "*.tile_m=48"});
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.err.find("--tile: '*.tile_m=48': tile_m must be a power of two in [32, 128] (rows), got '48'") != std::string::npos);
+}
+
 // The CLI refuses bad ids itself; this goes under it, to the device's step check.
 TEST_CASE("vulkan: a step with a token id outside the vocabulary or a slot outside the pool is refused, and the next step runs") {
   if (vulkan_skipped()) return;

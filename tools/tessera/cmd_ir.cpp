@@ -104,7 +104,7 @@ Subcommand add_ir(CLI::App& app) {
   s->add_option("--print-after", f.print_after, "print the graph after the pass NAME");
   s->add_flag("--time-passes", f.time_passes, "report each pass's time on stderr");
   s->add_option("--target", f.target, "backend whose kernel table the passes ask (cpu, or a plugin's name)");
-  s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... e.g. matmul.chunk_bytes=32768");
+  s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... e.g. matmul.chunk_bytes=32768,*.tile_m=32");
   s->add_option("--memory-plan", f.memory_plan_rows, "after the graph, print its arena plan at this many rows (T = R)");
   s->add_option("--ctx", f.ctx, "context length the KV pools are sized for (default: the model's, at most 4096)");
   s->add_option("--block-size", f.block_size, "KV block size in tokens");
