@@ -255,6 +255,47 @@ TEST_CASE("vulkan: stories260K with --tile overrides of every GPU field gives ru
   CHECK(bad.err.find("--tile: '*.tile_m=48': tile_m must be a power of two in [32, 128] (rows), got '48'") != std::string::npos);
 }
 
+// A plan that skipped the tiling pass (hand-written, or from another tool)
+// can carry a tile the device cannot run: compile refuses it in one line.
+TEST_CASE("vulkan: compiling a matmul whose tile exceeds the device's workgroup limit is a one-line error") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  open_model(shared_path("models/stories260K.bin"), "cpu");  // registers the plugins
+  tessera::Backend* vk = tessera::BackendRegistry::global().find("vulkan");
+  REQUIRE(vk);
+  auto device = vk->open(0);
+  REQUIRE_MESSAGE(device.has_value(), device.status().message());
+  const int64_t vocab = 8, dim = 32;
+  tessera::graph::GraphBuilder b("tile_limit");
+  const auto table = b.weight("table", tessera::TensorDesc::contiguous(tessera::DType::f32, tessera::Shape{vocab, dim}));
+  const auto w = b.weight("w", tessera::TensorDesc::contiguous(tessera::DType::f32, tessera::Shape{dim, dim}));
+  const auto ids = b.step_input(tessera::StepField::token_ids, tessera::RowCount::tokens);
+  const auto y = b.matmul(b.embedding(table, ids, "embed"), w, "proj");
+  b.mark_output(y);
+  auto g = b.finish();
+  REQUIRE_MESSAGE(g.has_value(), g.status().message());
+  auto plan = tessera::graph::lower(*g, tessera::ShapeBucket{2, 1, 2, 2});
+  REQUIRE(plan.has_value());
+  const uint32_t max_invocations = (*device)->info().max_workgroup_invocations;
+  REQUIRE(max_invocations > 0);
+  for (auto& d : plan->dispatches)
+    if (d.op == tessera::OpKind::matmul) d.tile.workgroup_size = 2 * (int64_t)max_invocations;
+  std::vector<float> values((size_t)(vocab * dim), 0.5f), wv((size_t)(dim * dim), 0.25f);
+  auto tb = (*device)->import_weights({reinterpret_cast<const std::byte*>(values.data()), values.size() * 4});
+  auto wb = (*device)->import_weights({reinterpret_cast<const std::byte*>(wv.data()), wv.size() * 4});
+  REQUIRE((tb.has_value() && wb.has_value()));
+  std::vector<tessera::Buffer*> bound(plan->buffers.size(), nullptr);
+  for (size_t i = 0; i < plan->buffers.size(); ++i) {
+    if (plan->buffers[i].name == "table") bound[i] = tb->get();
+    if (plan->buffers[i].name == "w") bound[i] = wb->get();
+  }
+  auto exe = (*device)->compile(*plan, bound);
+  REQUIRE(!exe.has_value());
+  CHECK(exe.status().message().find("matmul tile: workgroup_size=" + std::to_string(2 * max_invocations) + " exceeds the device's " +
+                                    std::to_string(max_invocations) + " invocations per workgroup") != std::string::npos);
+  CHECK(exe.status().message().find('\n') == std::string::npos);
+}
+
 // The CLI refuses bad ids itself; this goes under it, to the device's step check.
 TEST_CASE("vulkan: a step with a token id outside the vocabulary or a slot outside the pool is refused, and the next step runs") {
   if (vulkan_skipped()) return;
