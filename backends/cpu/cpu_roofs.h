@@ -1,6 +1,6 @@
 #pragma once
 // The CPU's roofs (read bandwidth, f32 and int8 peak), for the cost model
-// that tiles matmuls. Measured once per process by a short probe (~20 ms):
+// that tiles matmuls. Measured once per process by a short probe (~20-30 ms):
 // a streaming read of a buffer larger than the last-level cache on every
 // thread, and an FMA and an int8 dot loop on one core scaled by the cores;
 // each the best of a few short runs, so that a neighbour's burst on a shared
