@@ -8,6 +8,8 @@
 #include <string_view>
 #include <variant>
 
+#include "core/tile_params.h"
+
 namespace tessera {
 
 enum class OpKind : uint8_t {
@@ -107,15 +109,6 @@ struct QkvSplitParams {
 struct RopeKvAppendParams {
   RopeParams rope;
   KvCacheParams kv;
-};
-
-// Tile sizes of the matmul family, chosen per op and target by the tiling
-// pass (graph/passes/tile.cpp) and honored by the kernels; 0 means the
-// kernel's own default.
-struct TileParams {
-  int64_t weight_block_bytes = 0;  // weight bytes kept hot in cache while every x-row tile passes over them
-  int64_t chunk_bytes = 0;         // least weight bytes one parallel work item covers
-  bool empty() const { return weight_block_bytes == 0 && chunk_bytes == 0; }
 };
 
 // A straight-line program of elementwise instructions over [rows, cols]

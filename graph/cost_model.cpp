@@ -51,4 +51,11 @@ double roofline_us(const OpCost& c, const DeviceInfo& d) {
   return std::max(mem_us, compute_us);
 }
 
+int64_t parallel_items(double us, int64_t cores, const PoolOverhead& o) {
+  if (us <= 0) return 0;
+  cores = std::max<int64_t>(1, cores);
+  if (us < o.round_trip_us * (double)cores) return 1;
+  return std::clamp<int64_t>((int64_t)(us / o.min_item_us), cores, o.max_items_per_core * cores);
+}
+
 }  // namespace tessera::graph

@@ -424,12 +424,16 @@ Expected<Graph> parse(std::string_view text, const std::string& source) {
     }
     if (l.accept_word("tile")) {
       TS_ASSIGN_OR_RETURN(auto tile_attrs, l.attributes());
-      Fields tf(l, std::move(tile_attrs));
-      TS_ASSIGN_OR_RETURN(int32_t block, tf.i("weight_block_bytes"));
-      TS_ASSIGN_OR_RETURN(int32_t chunk, tf.i("chunk_bytes"));
-      TS_TRY(tf.done());
-      if (block < 0 || chunk < 0) return l.error("tile sizes >= 0");
-      n.tile = TileParams{block, chunk};
+      for (const auto& [key, text] : tile_attrs) {
+        const TileField* f = find_tile_field(key);
+        if (!f) return l.error("a tile field (" + tile_field_names() + "), got '" + key + "'");
+        int64_t v = 0;
+        auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || p != text.data() + text.size()) return l.error("an integer for tile field '" + key + "', got '" + text + "'");
+        if (const std::string why = tile_value_problem(*f, v); !why.empty())
+          return l.error("tile field '" + key + "' " + why + ", got " + text);
+        n.tile.*f->member = v;
+      }
     }
     TS_TRY(l.expect(':'));
     for (size_t o = 0; o < ids.size(); ++o) {

@@ -35,7 +35,7 @@ const std::vector<PassInfo>& registered_passes() {
        passes::fuse_elementwise},
       {"repack_weights", "each matmul weight in the block order the target's kernels read fastest, made once at load",
        "cpu", passes::repack_weights},
-      {"tile", "tile sizes for each matmul from the device's caches, cores and roofs (cost model); --tile overrides", "cpu",
+      {"tile", "tile sizes for each matmul from the device's caches, cores, workgroup limits and roofs (cost model); --tile overrides", "cpu, vulkan",
        passes::tile},
   };
   return all;
@@ -112,6 +112,7 @@ Expected<std::optional<WeightLayout>> parse_weight_layout_override(const std::st
 }
 
 Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag) {
+  static const char* kOps[] = {"*", "matmul", "matmul_add", "matmul_silu_mul", "matmul_qkv", "matmul_add_rms_norm"};
   std::vector<TileOverride> out;
   if (spec.empty()) return out;
   size_t start = 0;
@@ -121,23 +122,24 @@ Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec
     const std::string item = spec.substr(start, end - start);
     start = end + 1;
     const size_t dot = item.find('.'), eq = item.find('=');
-    auto bad = [&] {
-      return invalid_argument(flag + ": '" + item + "'; expected OP.FIELD=BYTES, OP matmul, matmul_add, matmul_silu_mul, matmul_qkv or *, FIELD weight_block_bytes or chunk_bytes");
-    };
-    if (dot == std::string::npos || eq == std::string::npos || eq < dot) return bad();
+    const std::string head = flag + ": '" + item + "'";
+    if (dot == std::string::npos || eq == std::string::npos || eq < dot)
+      return invalid_argument(head + "; expected OP.FIELD=VALUE, e.g. matmul.chunk_bytes=32768");
     TileOverride t{item.substr(0, dot), item.substr(dot + 1, eq - dot - 1), 0};
+    if (std::find_if(std::begin(kOps), std::end(kOps), [&](const char* o) { return t.op == o; }) == std::end(kOps))
+      return invalid_argument(head + ": OP '" + t.op + "' is not a matmul; expected *, matmul, matmul_add, matmul_silu_mul, matmul_qkv or matmul_add_rms_norm");
+    const TileField* f = find_tile_field(t.field);
+    if (!f) return invalid_argument(head + ": no tile field '" + t.field + "'; expected one of " + tile_field_names());
     const std::string num = item.substr(eq + 1);
-    if (t.field != "weight_block_bytes" && t.field != "chunk_bytes") return bad();
-    if (t.op != "*" && t.op != "matmul" && t.op != "matmul_add" && t.op != "matmul_silu_mul" && t.op != "matmul_qkv" &&
-        t.op != "matmul_add_rms_norm")
-      return bad();
     size_t used = 0;
+    bool parsed = !num.empty();
     try {
-      t.bytes = std::stoll(num, &used);
+      if (parsed) t.value = std::stoll(num, &used);
     } catch (...) {
-      return bad();
+      parsed = false;
     }
-    if (used != num.size() || t.bytes < 1) return bad();
+    if (!parsed || used != num.size() || !tile_value_problem(*f, t.value).empty())
+      return invalid_argument(head + ": " + t.field + " must be " + tile_field_range(*f) + ", got '" + num + "'");
     out.push_back(t);
   }
   return out;

@@ -19,11 +19,12 @@
 
 namespace tessera::graph {
 
-// One --tile item: OP.FIELD=BYTES, OP a matmul-family op name or '*'.
+// One --tile item: OP.FIELD=VALUE, OP a matmul-family op name or '*',
+// FIELD one of core/tile_params.h's (each with its allowed range).
 struct TileOverride {
   std::string op;     // "*" for every op
-  std::string field;  // weight_block_bytes | chunk_bytes
-  int64_t bytes = 0;
+  std::string field;  // a TileField name: weight_block_bytes, chunk_bytes, workgroup_size, ...
+  int64_t value = 0;
 };
 // One --place item: PATTERN=DEVICE. PATTERN is an op name or a label, '*'
 // matching any run of characters ("paged_attention", "blk.3.*").
@@ -32,7 +33,6 @@ struct PlacementOverride {
   std::string device;
 };
 
-// "matmul.chunk_bytes=32768,*.weight_block_bytes=65536"; an error names the flag and the item.
 struct PassContext {
   std::string target = "cpu";
   // The target's kernels; fusions apply only where it has the fused kernel.
@@ -46,6 +46,7 @@ struct PassContext {
   // device's kernels (null: taken to run everything, as the CPU does).
   std::string fallback_target = "cpu";
   const KernelTable* fallback_kernels = nullptr;
+  const DeviceInfo* fallback_device = nullptr;  // for tiling the nodes placed there
   std::vector<PlacementOverride> placement_overrides;  // --place
   bool strict = false;  // --strict: a node the target cannot run is an error, not a fallback
   // Positions a step may reach (the runner's context): the rows of the RoPE
@@ -61,6 +62,7 @@ std::string why_placed(const Graph& g, const Node& n, const PassContext& ctx);
 
 Expected<std::vector<PlacementOverride>> parse_placement_overrides(const std::string& spec, const std::string& flag = "--place");
 
+// "matmul.chunk_bytes=32768,*.tile_m=32"; an error names the flag, the item and the allowed values.
 Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag = "--tile");
 // "auto" or empty: none (the target's preference); "rows" or "rows_x4".
 Expected<std::optional<WeightLayout>> parse_weight_layout_override(const std::string& spec,

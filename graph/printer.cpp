@@ -81,9 +81,13 @@ std::string print_node(const Graph& g, const Node& n) {
   s += ")";
   const std::string params = print_params(n.params);
   if (!params.empty()) s += " " + params;
-  if (!n.tile.empty())
-    s += " tile{weight_block_bytes=" + std::to_string(n.tile.weight_block_bytes) +
-         ", chunk_bytes=" + std::to_string(n.tile.chunk_bytes) + "}";
+  if (!n.tile.empty()) {
+    // Only the fields set: a CPU node shows its byte sizes, a Vulkan node its workgroup shapes.
+    std::string fields;
+    for (const TileField& f : tile_fields())
+      if (n.tile.*f.member) fields += (fields.empty() ? "" : ", ") + std::string(f.name) + "=" + std::to_string(n.tile.*f.member);
+    s += " tile{" + fields + "}";
+  }
   s += " : ";
   for (size_t o = 0; o < n.outputs.size(); ++o) s += (o ? ", " : "") + print_type(g.value(n.outputs[o]));
   if (!n.device.empty()) s += " @" + n.device;

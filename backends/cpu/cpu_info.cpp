@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "backends/cpu/cpu_roofs.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
@@ -63,6 +64,7 @@ DeviceInfo probe_cpu_info(int threads) {
   info.kernel_isa = std::string(kernels::cpu::name(isa));
   info.simd_width_bits = isa == kernels::cpu::Isa::avx512_vnni ? 512 : isa == kernels::cpu::Isa::avx2 ? 256 : 128;
   for (auto i : kernels::cpu::runnable_isas()) info.features.emplace_back(kernels::cpu::name(i));
+  info.roofs = cpu_roofs({threads, info.simd_width_bits, isa == kernels::cpu::Isa::avx512_vnni, info.last_level_cache_bytes});
   return info;
 }
 

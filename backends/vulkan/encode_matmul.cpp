@@ -15,11 +15,41 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 // matmul_gemv handles up to this many rows (kernels/vulkan/matmul_gemv.comp M_MAX).
 constexpr uint64_t kGemvMaxRows = 4;
-// Weight rows per matmul_gemv workgroup (its ROWS_PER_GROUP), by variant.
-uint64_t gemv_rows_per_group(DeviceContext& dev) {
-  return dev.pipelines().module_name("matmul_gemv").ends_with("__subgroup") ? 16 : 128;
+constexpr uint64_t kGemmTileK = 16;  // matmul_gemm's BK
+
+// The dispatch's tile, the shaders' defaults where the tiling pass left a
+// field 0, checked against the device's limits: a tile from hand-written IR
+// or --tile that the device cannot run is an error here, never a pipeline the
+// driver rejects or a shader that overruns its shared memory.
+struct MatmulTile {
+  uint64_t gemv_invocations, gemv_rows, gemm_m, gemm_n;
+};
+
+Expected<MatmulTile> matmul_tile(const TileParams& t, DeviceContext& dev) {
+  const bool subgroups = dev.pipelines().module_name("matmul_gemv").ends_with("__subgroup");
+  MatmulTile m;
+  m.gemv_invocations = t.workgroup_size > 0 ? (uint64_t)t.workgroup_size : 32;
+  m.gemv_rows = t.rows_per_workgroup > 0 ? (uint64_t)t.rows_per_workgroup : subgroups ? 16 : 128;
+  m.gemm_m = t.tile_m > 0 ? (uint64_t)t.tile_m : 64;
+  m.gemm_n = t.tile_n > 0 ? (uint64_t)t.tile_n : 64;
+  const auto& l = dev.limits();
+  const uint64_t max_inv = std::min(l.maxComputeWorkGroupInvocations, l.maxComputeWorkGroupSize[0]);
+  const uint64_t gemm_inv = (m.gemm_m / 8) * (m.gemm_n / 8);
+  const uint64_t gemm_shared = kGemmTileK * (m.gemm_m + m.gemm_n) * 4;
+  if (m.gemv_rows % 4 != 0) return invalid_argument("matmul tile: rows_per_workgroup=" + std::to_string(m.gemv_rows) + " is not a multiple of 4");
+  if (m.gemv_invocations > max_inv)
+    return invalid_argument("matmul tile: workgroup_size=" + std::to_string(m.gemv_invocations) + " exceeds the device's " +
+                            std::to_string(max_inv) + " invocations per workgroup");
+  for (uint64_t side : {m.gemm_m, m.gemm_n})
+    if (side != 32 && side != 64 && side != 128)
+      return invalid_argument("matmul tile: tile_m and tile_n must be 32, 64 or 128, got " + std::to_string(side));
+  if (gemm_inv > max_inv || gemm_shared > l.maxComputeSharedMemorySize)
+    return invalid_argument("matmul tile: tile_m=" + std::to_string(m.gemm_m) + ", tile_n=" + std::to_string(m.gemm_n) +
+                            " needs " + std::to_string(gemm_inv) + " invocations and " + std::to_string(gemm_shared) +
+                            " bytes of shared memory; the device allows " + std::to_string(max_inv) + " and " +
+                            std::to_string(l.maxComputeSharedMemorySize));
+  return m;
 }
-constexpr uint64_t kGemmTile = 64;  // matmul_gemm: 64x64 outputs a workgroup
 
 }  // namespace
 
@@ -42,7 +72,8 @@ Status encode_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedD
 
   const TensorBinding xb = ctx.bind(x, false), wb = ctx.bind(w, false), yb = ctx.bind(y, true);
   const uint64_t chunk = rows_per_binding(ctx.device(), row_bytes);
-  const uint64_t gemv_rows = gemv_rows_per_group(ctx.device());
+  TS_ASSIGN_OR_RETURN(const MatmulTile tile, matmul_tile(d.tile, ctx.device()));
+  const uint64_t gemv_rows = tile.gemv_rows;
   for (uint64_t first = 0; first < n; first += chunk) {
     const uint64_t rows = std::min(chunk, n - first);
     const TensorBinding wc = weight_rows(wb, row_bytes, first, rows);
@@ -51,7 +82,8 @@ Status encode_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedD
     if (gemv) {
       EncodedDispatch e;
       e.shader = "matmul_gemv";
-      e.spec = {weight_type_constant(w.desc.dtype), m_max == 1 ? 1u : (uint32_t)kGemvMaxRows};
+      e.spec = {weight_type_constant(w.desc.dtype), m_max == 1 ? 1u : (uint32_t)kGemvMaxRows,
+                (uint32_t)tile.gemv_invocations, (uint32_t)tile.gemv_rows};
       e.bindings = {xb, wc, yb};
       e.push = push;
       spread_groups(ceil_div(rows, gemv_rows), ctx.device().limits(), e.groups);
@@ -60,12 +92,13 @@ Status encode_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedD
     if (gemm) {
       EncodedDispatch e;
       e.shader = "matmul_gemm";
-      e.spec = {weight_type_constant(w.desc.dtype)};
+      e.spec = {weight_type_constant(w.desc.dtype), (uint32_t)tile.gemm_m, (uint32_t)tile.gemm_n,
+                (uint32_t)((tile.gemm_m / 8) * (tile.gemm_n / 8))};
       e.bindings = {xb, wc, yb};
       e.push = push;
       e.push.push_back(gemv ? (uint32_t)kGemvMaxRows + 1 : 0u);
-      e.groups[0] = (uint32_t)ceil_div(rows, kGemmTile);
-      e.groups[1] = (uint32_t)ceil_div(m_max, kGemmTile);
+      e.groups[0] = (uint32_t)ceil_div(rows, tile.gemm_n);
+      e.groups[1] = (uint32_t)ceil_div(m_max, tile.gemm_m);
       if (e.groups[0] > ctx.device().limits().maxComputeWorkGroupCount[0] ||
           e.groups[1] > ctx.device().limits().maxComputeWorkGroupCount[1])
         return unsupported("matmul of " + std::to_string(m_max) + "x" + std::to_string(n) + " exceeds the device's workgroup counts");

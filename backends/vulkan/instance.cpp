@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 namespace tessera::vulkan {
 
@@ -36,6 +38,36 @@ DeviceKind kind_of(VkPhysicalDeviceType t) {
 std::string version_string(uint32_t v) {
   return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
          std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+bool has_extension(const VulkanApi& api, VkPhysicalDevice handle, const char* name) {
+  uint32_t n = 0;
+  api.vkEnumerateDeviceExtensionProperties(handle, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  api.vkEnumerateDeviceExtensionProperties(handle, nullptr, &n, exts.data());
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+// Core Vulkan does not report compute units; the tiling pass sizes work by
+// them. NVIDIA and AMD say through an extension; a CPU implementation
+// (lavapipe) runs workgroups on one thread per core. 0: not known.
+uint32_t compute_units(const VulkanApi& api, VkPhysicalDevice handle, const VkPhysicalDeviceProperties& props) {
+  if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) return std::max(1u, std::thread::hardware_concurrency());
+  if (has_extension(api, handle, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &sm};
+    api.vkGetPhysicalDeviceProperties2(handle, &p2);
+    return sm.shaderSMCount;
+  }
+  if (has_extension(api, handle, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderCorePropertiesAMD core{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &core};
+    api.vkGetPhysicalDeviceProperties2(handle, &p2);
+    return core.shaderEngineCount * core.shaderArraysPerEngineCount * core.computeUnitsPerShaderArray;
+  }
+  return 0;
 }
 
 PhysicalDevice probe(const VulkanApi& api, VkPhysicalDevice handle) {
@@ -93,10 +125,12 @@ PhysicalDevice probe(const VulkanApi& api, VkPhysicalDevice handle) {
   info.kind = kind_of(d.props.deviceType);
   for (uint32_t h = 0; h < d.memory.memoryHeapCount; ++h)
     if (d.memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) info.memory_bytes += d.memory.memoryHeaps[h].size;
-  info.compute_units = 0;  // core Vulkan does not report it
+  info.compute_units = compute_units(api, handle, d.props);
   info.subgroup_size = d.subgroup_size;
   info.simd_width_bits = d.subgroup_size * 32;
   info.shared_memory_per_group_bytes = d.props.limits.maxComputeSharedMemorySize;
+  info.max_workgroup_invocations =
+      std::min(d.props.limits.maxComputeWorkGroupInvocations, d.props.limits.maxComputeWorkGroupSize[0]);
   info.features.push_back("vulkan " + version_string(d.props.apiVersion));
   if (d.shader_float16) info.features.push_back("f16");
   if (d.shader_int8) info.features.push_back("int8");

@@ -9,7 +9,10 @@ namespace tessera {
 enum class DeviceKind : uint8_t { cpu, gpu_discrete, gpu_integrated, cpu_emulated };
 const char* to_string(DeviceKind k);
 
-enum class RoofSource : uint8_t { unknown, datasheet, measured };
+// measured: by tessera bench; measured_at_open: a short probe when the
+// device opened (CPU); nominal: fixed figures from the ISA and core count,
+// for runs that must tile the same way every time (TESSERA_CPU_ROOFS=nominal).
+enum class RoofSource : uint8_t { unknown, datasheet, measured, measured_at_open, nominal };
 const char* to_string(RoofSource s);
 
 // Peak rates the device can sustain; 0 where not known.
@@ -30,6 +33,7 @@ struct DeviceInfo {
   uint32_t subgroup_size = 0;    // GPU wave/warp; 0 on CPU
   uint64_t l1_bytes = 0, l2_bytes = 0, last_level_cache_bytes = 0;
   uint64_t shared_memory_per_group_bytes = 0;
+  uint32_t max_workgroup_invocations = 0;  // GPU: most invocations one (1-D) workgroup may have; 0 on CPU
   Roofs roofs;
   std::vector<std::string> features;  // "avx2", "avx512_vnni", "f16", ...
   std::string kernel_isa;             // which kernel family was chosen, e.g. "avx512_vnni"

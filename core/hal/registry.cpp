@@ -24,6 +24,8 @@ const char* to_string(RoofSource s) {
     case RoofSource::unknown: return "unknown";
     case RoofSource::datasheet: return "datasheet";
     case RoofSource::measured: return "measured";
+    case RoofSource::measured_at_open: return "measured at open";
+    case RoofSource::nominal: return "nominal";
   }
   return "?";
 }

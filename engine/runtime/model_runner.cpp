@@ -68,6 +68,7 @@ Status ModelRunner::place_and_bind() {
   TS_ASSIGN_OR_RETURN(ctx.placement_overrides, graph::parse_placement_overrides(o.place));
   ctx.fallback_target = "cpu";
   ctx.fallback_kernels = cpu ? &cpu->kernels() : &target.kernels();
+  ctx.fallback_device = cpu ? &cpu->info() : &target.info();
   ctx.strict = o.strict;
   ctx.max_positions = max_context_;  // the rows of the folded RoPE tables
   TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));

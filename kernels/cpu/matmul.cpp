@@ -29,7 +29,7 @@ namespace {
 constexpr int kNR = 4;                      // weight rows per tile
 constexpr int kMR = 4;                      // x rows per tile, at most
 constexpr int64_t kL2Block = 128 * 1024;    // weight bytes kept hot across x tiles
-constexpr int64_t kChunkBytes = 64 * 1024;  // least weight bytes per parallel chunk
+constexpr int64_t kChunkBytes = 64 * 1024;  // least weight bytes (per x-row tile) per parallel chunk
 constexpr int64_t kOneDnnMinRows = 64;      // measured crossover on Zen 4, 2 threads
 
 // The epilogue over y[r0:r1, c0:c1], if there is one.
@@ -45,7 +45,10 @@ void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const Ti
   const int64_t group_bytes = kNR * w_row_bytes;
   const int64_t chunk_bytes = a.tile.chunk_bytes > 0 ? a.tile.chunk_bytes : kChunkBytes;
   const int64_t block_bytes = a.tile.weight_block_bytes > 0 ? a.tile.weight_block_bytes : kL2Block;
-  const int64_t grain = std::max<int64_t>(1, chunk_bytes / group_bytes);
+  // chunk_bytes is work per item in weight bytes per x-row tile: prefill's
+  // many rows make each weight group more work, so items get fewer groups.
+  const int64_t x_tiles = (a.m + kMR - 1) / kMR;
+  const int64_t grain = std::max<int64_t>(1, chunk_bytes / (group_bytes * std::max<int64_t>(1, x_tiles)));
   const int64_t block_groups = std::max<int64_t>(1, block_bytes / group_bytes);
   detail::parallel_for(pf, groups, grain, [&](int64_t g0, int64_t g1) {
     for (int64_t gb = g0; gb < g1; gb += block_groups) {

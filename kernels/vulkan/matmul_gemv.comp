@@ -4,7 +4,7 @@
 // a time; its invocations stride over k a quant block (32 elements) at a time
 // and meet with subgroupAdd, so there is no shared memory and no barrier
 // (lavapipe, where barriers are costly, runs it well too).
-// portable variant: one invocation per four weight rows, no reductions at all.
+// portable variant: each invocation takes four weight rows at a time, no reductions at all.
 // Quant blocks are dequantized here (the scale applied once per eight
 // products) and summed in f32. A weight bound in chunks (larger than one
 // binding may address) is one dispatch per chunk of rows; n_base is the
@@ -12,15 +12,18 @@
 #version 450
 #include "common.glsl"
 
+// The tile (TileParams workgroup_size, rows_per_workgroup; chosen by the
+// tiling pass, set by backends/vulkan/encode_matmul.cpp): WG invocations
+// compute ROWS_PER_GROUP weight rows, RB at a time per subgroup (subgroup
+// variant) or per invocation (portable), in as many passes as that takes.
 layout(constant_id = 0) const uint WTYPE = WT_F32;
 layout(constant_id = 1) const uint M_MAX = 4;  // 1 for decode buckets
-layout(local_size_x = 32) in;
+layout(constant_id = 2) const uint WG = 32;
+layout(constant_id = 3) const uint ROWS_PER_GROUP = 16;  // a multiple of RB
+layout(local_size_x_id = 2) in;
 #ifdef TS_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-const uint ROWS_PER_GROUP = 16u;  // backends/vulkan/encode_matmul.cpp relies on these
-#else
-const uint ROWS_PER_GROUP = 128u;
 #endif
 const uint RB = 4u;  // weight rows a pass takes at once
 
@@ -113,8 +116,9 @@ void main() {
   for (uint r = gl_SubgroupID * RB; r < ROWS_PER_GROUP; r += gl_NumSubgroups * RB) {
     const uint row0 = group * ROWS_PER_GROUP + r;
     if (row0 >= pc.n) break;
-    // A subgroup wider than the workgroup (wave64 with 32 invocations) has fewer lanes.
-    const uint lanes = min(gl_SubgroupSize, 32u - gl_SubgroupID * gl_SubgroupSize);
+    // A subgroup wider than the workgroup (wave64 with 32 invocations), or the
+    // last of a workgroup that is not a whole number of subgroups, has fewer lanes.
+    const uint lanes = min(gl_SubgroupSize, WG - gl_SubgroupID * gl_SubgroupSize);
     rows_dot(row0, m_rows, gl_SubgroupInvocationID, lanes, acc);
     [[unroll]] for (uint i = 0u; i < RB; ++i)
       [[unroll]] for (uint m = 0u; m < M_MAX; ++m) acc[i][m] = subgroupAdd(acc[i][m]);
@@ -124,11 +128,13 @@ void main() {
           if (m < m_rows && row0 + i < pc.n) y[yo + m * pc.n_total + row0 + i] = acc[i][m];
   }
 #else
-  const uint row0 = group * ROWS_PER_GROUP + gl_LocalInvocationIndex * RB;
-  if (row0 >= pc.n) return;
-  rows_dot(row0, m_rows, 0u, 1u, acc);
-  [[unroll]] for (uint i = 0u; i < RB; ++i)
-    [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
-      if (m < m_rows && row0 + i < pc.n) y[yo + m * pc.n_total + row0 + i] = acc[i][m];
+  for (uint r = gl_LocalInvocationIndex * RB; r < ROWS_PER_GROUP; r += WG * RB) {
+    const uint row0 = group * ROWS_PER_GROUP + r;
+    if (row0 >= pc.n) return;
+    rows_dot(row0, m_rows, 0u, 1u, acc);
+    [[unroll]] for (uint i = 0u; i < RB; ++i)
+      [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
+        if (m < m_rows && row0 + i < pc.n) y[yo + m * pc.n_total + row0 + i] = acc[i][m];
+  }
 #endif
 }

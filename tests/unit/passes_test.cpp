@@ -339,7 +339,7 @@ TEST_CASE("tile sets each matmul's tiles from the device, the cost model keeps t
   CHECK(over.find("matmul_add(%10, %5, %6) tile{weight_block_bytes=32768, chunk_bytes=65536}") != std::string::npos);
   auto bad = parse_tile_overrides("matmul.rows=4");
   REQUIRE(!bad.has_value());
-  CHECK(bad.status().message().find("--tile: 'matmul.rows=4'; expected OP.FIELD=BYTES") == 0);
+  CHECK(bad.status().message().find("--tile: 'matmul.rows=4': no tile field 'rows'") == 0);
 }
 
 TEST_CASE("docs/ir.md shows each pass's golden before and after text") {

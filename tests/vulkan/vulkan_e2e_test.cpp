@@ -225,6 +225,77 @@ TEST_CASE("vulkan: staged copies, portable shaders and chunked weight bindings e
   }
 }
 
+// Tiles other than the tiling pass's choice (docs/backends.md): gemv workgroups
+// that are not a whole number of subgroups and rows per workgroup that are
+// not a power of two, every gemm tile shape, and the portable gemv with more
+// rows than invocations: each output is the same dot in every tiling.
+TEST_CASE("vulkan: stories260K with --tile overrides of every GPU field gives run.c's ids") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  REQUIRE(cases.size() >= 5);
+  struct Variant {
+    const char* tile;
+    bool portable;
+  };
+  for (const Variant& v : {Variant{"*.workgroup_size=64,*.rows_per_workgroup=8,*.tile_m=32,*.tile_n=128", false},
+                           Variant{"*.workgroup_size=20,*.rows_per_workgroup=36,*.tile_m=128,*.tile_n=32", false},
+                           Variant{"*.workgroup_size=16,*.rows_per_workgroup=44,*.tile_m=64,*.tile_n=32", true}}) {
+    CAPTURE(v.tile);
+    CAPTURE(v.portable);
+    if (v.portable) setenv("TESSERA_VULKAN_PORTABLE", "1", 1);
+    const auto ids = run_ids({"-m", shared_path("models/stories260K.bin"), "--prompt-ids", cases[4].prompt_ids, "--temp", "0",
+                              "-n", "200", "--tile", v.tile});
+    if (v.portable) unsetenv("TESSERA_VULKAN_PORTABLE");
+    CHECK(join_ids(ids) == join_ids(cases[4].full_ids));
+  }
+  const auto bad = run_tessera({"run", "--backend", "vulkan", "-m", shared_path("models/stories260K.bin"), "--prompt-ids", "1",
+                                "-n", "2", "--tile", "*.tile_m=48"});
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.err.find("--tile: '*.tile_m=48': tile_m must be a power of two in [32, 128] (rows), got '48'") != std::string::npos);
+}
+
+// A plan that skipped the tiling pass (hand-written, or from another tool)
+// can carry a tile the device cannot run: compile refuses it in one line.
+TEST_CASE("vulkan: compiling a matmul whose tile exceeds the device's workgroup limit is a one-line error") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  open_model(shared_path("models/stories260K.bin"), "cpu");  // registers the plugins
+  tessera::Backend* vk = tessera::BackendRegistry::global().find("vulkan");
+  REQUIRE(vk);
+  auto device = vk->open(0);
+  REQUIRE_MESSAGE(device.has_value(), device.status().message());
+  const int64_t vocab = 8, dim = 32;
+  tessera::graph::GraphBuilder b("tile_limit");
+  const auto table = b.weight("table", tessera::TensorDesc::contiguous(tessera::DType::f32, tessera::Shape{vocab, dim}));
+  const auto w = b.weight("w", tessera::TensorDesc::contiguous(tessera::DType::f32, tessera::Shape{dim, dim}));
+  const auto ids = b.step_input(tessera::StepField::token_ids, tessera::RowCount::tokens);
+  const auto y = b.matmul(b.embedding(table, ids, "embed"), w, "proj");
+  b.mark_output(y);
+  auto g = b.finish();
+  REQUIRE_MESSAGE(g.has_value(), g.status().message());
+  auto plan = tessera::graph::lower(*g, tessera::ShapeBucket{2, 1, 2, 2});
+  REQUIRE(plan.has_value());
+  const uint32_t max_invocations = (*device)->info().max_workgroup_invocations;
+  REQUIRE(max_invocations > 0);
+  for (auto& d : plan->dispatches)
+    if (d.op == tessera::OpKind::matmul) d.tile.workgroup_size = 2 * (int64_t)max_invocations;
+  std::vector<float> values((size_t)(vocab * dim), 0.5f), wv((size_t)(dim * dim), 0.25f);
+  auto tb = (*device)->import_weights({reinterpret_cast<const std::byte*>(values.data()), values.size() * 4});
+  auto wb = (*device)->import_weights({reinterpret_cast<const std::byte*>(wv.data()), wv.size() * 4});
+  REQUIRE((tb.has_value() && wb.has_value()));
+  std::vector<tessera::Buffer*> bound(plan->buffers.size(), nullptr);
+  for (size_t i = 0; i < plan->buffers.size(); ++i) {
+    if (plan->buffers[i].name == "table") bound[i] = tb->get();
+    if (plan->buffers[i].name == "w") bound[i] = wb->get();
+  }
+  auto exe = (*device)->compile(*plan, bound);
+  REQUIRE(!exe.has_value());
+  CHECK(exe.status().message().find("matmul tile: workgroup_size=" + std::to_string(2 * max_invocations) + " exceeds the device's " +
+                                    std::to_string(max_invocations) + " invocations per workgroup") != std::string::npos);
+  CHECK(exe.status().message().find('\n') == std::string::npos);
+}
+
 // The CLI refuses bad ids itself; this goes under it, to the device's step check.
 TEST_CASE("vulkan: a step with a token id outside the vocabulary or a slot outside the pool is refused, and the next step runs") {
   if (vulkan_skipped()) return;

@@ -117,7 +117,7 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--prompt-tokens", f.prompt_tokens, "prompt length for prefill");
   s->add_option("--gen-tokens", f.gen_tokens, "tokens to decode");
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
-  s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... (docs/ir.md)");
+  s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... (docs/ir.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s->add_flag("--json", f.json, "print one JSON object");

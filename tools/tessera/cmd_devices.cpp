@@ -24,13 +24,17 @@ int devices_main() {
                   mib(d.memory_bytes).c_str(), d.simd_width_bits, d.kernel_isa.c_str());
       std::printf("    caches: L1d %llu KiB, L2 %llu KiB, last level %s\n", (unsigned long long)(d.l1_bytes >> 10),
                   (unsigned long long)(d.l2_bytes >> 10), mib(d.last_level_cache_bytes).c_str());
+      if (d.subgroup_size)
+        std::printf("    workgroups: subgroup %u, up to %u invocations, %llu KiB shared memory\n", d.subgroup_size,
+                    d.max_workgroup_invocations, (unsigned long long)(d.shared_memory_per_group_bytes >> 10));
       std::string feats;
       for (const auto& ft : d.features) feats += (feats.empty() ? "" : ", ") + ft;
       std::printf("    features: %s\n", feats.c_str());
       if (d.roofs.source == RoofSource::unknown)
         std::printf("    roofs: not measured here (tessera bench measures read bandwidth)\n");
       else
-        std::printf("    roofs (%s): read %.1f GB/s, f32 %.0f GFLOP/s\n", to_string(d.roofs.source), d.roofs.read_GBps, d.roofs.f32_GFLOPs);
+        std::printf("    roofs (%s): read %.1f GB/s, f32 %.0f GFLOP/s, int8 %.0f GOP/s\n", to_string(d.roofs.source),
+                    d.roofs.read_GBps, d.roofs.f32_GFLOPs, d.roofs.int8_GOPs);
     }
   }
   for (const auto& e : backend_load_errors()) std::printf("plugin not loaded: %s\n", e.c_str());

@@ -45,6 +45,7 @@ int run_and_print(graph::Graph& g, const std::string& spec, int32_t max_position
     cpu = std::move(*c);
   }
   ctx.fallback_kernels = cpu ? &cpu->kernels() : ctx.kernels;
+  ctx.fallback_device = cpu ? &cpu->info() : ctx.device;
   auto place = graph::parse_placement_overrides(f.place);
   if (!place) return fail(place.status());
   ctx.placement_overrides = *place;
@@ -122,7 +123,7 @@ Subcommand add_ir(CLI::App& app) {
   s->add_option("--print-after", f.print_after, "print the graph after the pass NAME");
   s->add_flag("--time-passes", f.time_passes, "report each pass's time on stderr");
   s->add_option("--target", f.target, "backend whose kernel table the passes ask (cpu, or a plugin's name)");
-  s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... e.g. matmul.chunk_bytes=32768");
+  s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... e.g. matmul.chunk_bytes=32768,*.tile_m=32");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, e.g. paged_attention=cpu");
   s->add_flag("--strict", f.strict, "placement refuses a node the target cannot run instead of putting it on the CPU");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");

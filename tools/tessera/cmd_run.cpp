@@ -128,7 +128,7 @@ Subcommand add_run(CLI::App& app) {
   s->add_option("--device", f.device, "device index within the backend");
   s->add_option("--ctx", f.ctx, "context length to allocate (default: the model's, at most 4096)");
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
-  s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=BYTES,... (docs/ir.md)");
+  s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob (docs/ir.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s->add_flag("--strict", f.strict, "refuse to run nodes the backend lacks on the CPU instead");
