@@ -8,32 +8,9 @@
 #include "backends/cpu/cpu_buffer.h"
 #include "backends/cpu/cpu_executable.h"
 #include "backends/cpu/cpu_info.h"
+#include "backends/cpu/cpu_stream.h"
 
 namespace tessera::cpu {
-
-namespace {
-
-class CpuStream final : public Stream {
- public:
-  Status upload(Buffer& dst, uint64_t offset, std::span<const std::byte> src) override {
-    if (!dst.host_data() || offset + src.size() > dst.size()) return out_of_range("cpu upload: past the end of the buffer");
-    std::memcpy(dst.host_data() + offset, src.data(), src.size());
-    return Status::ok();
-  }
-  Status download(std::span<std::byte> dst, Buffer& src, uint64_t offset) override {
-    if (!src.host_data() || offset + dst.size() > src.size()) return out_of_range("cpu download: past the end of the buffer");
-    std::memcpy(dst.data(), src.host_data() + offset, dst.size());
-    return Status::ok();
-  }
-  Status run(Executable& exe, const StepArgs& args) override {
-    auto* cpu = dynamic_cast<CpuExecutable*>(&exe);
-    if (!cpu) return invalid_argument("cpu stream: executable was compiled for another device");
-    return cpu->run(args);
-  }
-  Status synchronize() override { return Status::ok(); }
-};
-
-}  // namespace
 
 int default_cpu_threads() {
   if (const char* env = std::getenv("TESSERA_THREADS")) {
@@ -57,6 +34,8 @@ Expected<std::unique_ptr<Buffer>> CpuDevice::import_weights(std::span<const std:
 }
 
 Expected<std::unique_ptr<Stream>> CpuDevice::create_stream() { return std::unique_ptr<Stream>(new CpuStream()); }
+
+Expected<std::unique_ptr<Event>> CpuDevice::create_event() { return std::unique_ptr<Event>(new CpuEvent()); }
 
 Expected<std::unique_ptr<Executable>> CpuDevice::compile(const Plan& plan, std::span<Buffer* const> bound) {
   TS_ASSIGN_OR_RETURN(auto exe, CpuExecutable::create(plan, bound, pool_));

@@ -7,7 +7,8 @@
 
 namespace tessera::cpu {
 
-// The host as a device. Memory is host memory, streams run work on call,
+// The host as a device. Memory is host memory (host_staging too), streams
+// run work on call (backends/cpu/cpu_stream.h),
 // and one thread pool (TESSERA_THREADS, default: every hardware thread) runs
 // all kernels.
 class CpuDevice final : public Device {
@@ -18,6 +19,7 @@ class CpuDevice final : public Device {
   Expected<std::unique_ptr<Buffer>> allocate(uint64_t bytes, MemoryUse use) override;
   Expected<std::unique_ptr<Buffer>> import_weights(std::span<const std::byte> bytes) override;
   Expected<std::unique_ptr<Stream>> create_stream() override;
+  Expected<std::unique_ptr<Event>> create_event() override;
   Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) override;
 
  private:

@@ -39,7 +39,9 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
   exe->buffers_.resize(plan.buffers.size(), nullptr);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlanBuffer& pb = plan.buffers[i];
-    if (is_bound(pb.role)) {
+    // An arena the caller binds is shared with its other plans (one per device, not one per bucket).
+    const bool caller_arena = pb.role == BufferRole::arena && i < bound.size() && bound[i];
+    if (is_bound(pb.role) || caller_arena) {
       if (i >= bound.size() || !bound[i] || !bound[i]->host_data())
         return invalid_argument("cpu: plan buffer '" + pb.name + "' is not bound to host memory");
       if (bound[i]->size() < pb.bytes)

@@ -34,6 +34,7 @@ class SkeletonDevice final : public Device {
     return unsupported(std::string("import_weights: ") + kWhy);
   }
   Expected<std::unique_ptr<Stream>> create_stream() override { return unsupported(std::string("create_stream: ") + kWhy); }
+  Expected<std::unique_ptr<Event>> create_event() override { return unsupported(std::string("create_event: ") + kWhy); }
   Expected<std::unique_ptr<Executable>> compile(const Plan&, std::span<Buffer* const>) override {
     return unsupported(std::string("compile: ") + kWhy);
   }

@@ -69,9 +69,10 @@ class VulkanBuffer final : public Buffer {
 
   uint64_t size() const override { return size_; }
   MemoryUse use() const override { return use_; }
-  // Null: code above backends/ moves data only through a Stream, even when
-  // (as on lavapipe or an integrated GPU) the memory happens to be mapped.
-  std::byte* host_data() override { return nullptr; }
+  // Only host_staging buffers (pinned memory the host reads and writes by
+  // design); code above backends/ moves data into the others only through a
+  // Stream, even when (as on lavapipe or an integrated GPU) they happen to be mapped.
+  std::byte* host_data() override { return use_ == MemoryUse::host_staging ? mapped_ : nullptr; }
 
   VkBuffer handle() const { return handle_; }
   uint64_t base() const { return base_; }            // offset of this buffer's byte 0 in handle()

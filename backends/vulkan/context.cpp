@@ -88,6 +88,12 @@ uint64_t DeviceContext::last_submitted() const {
   return submitted_;
 }
 
+uint64_t DeviceContext::completed() const {
+  uint64_t value = 0;
+  if (api_.vkGetSemaphoreCounterValue(device_, timeline_, &value) != VK_SUCCESS) return 0;
+  return value;
+}
+
 Expected<std::unique_ptr<CommandBuffer>> CommandBuffer::create(DeviceContext& ctx) {
   std::unique_ptr<CommandBuffer> c(new CommandBuffer(ctx));
   const VulkanApi& vk = ctx.vk();

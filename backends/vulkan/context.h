@@ -33,6 +33,8 @@ class DeviceContext {
   // Blocks until every submission up to `value` has finished.
   Status wait(uint64_t value);
   uint64_t last_submitted() const;
+  // The timeline's value now: every submission up to it has finished.
+  uint64_t completed() const;
 
 
  private:

@@ -11,7 +11,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<DeviceContext> ctx, std::unique_ptr<T
     : ctx_(std::move(ctx)), transfer_(std::move(transfer)), table_(shader_variant(ctx_->physical())) {}
 
 Expected<std::unique_ptr<Buffer>> VulkanDevice::allocate(uint64_t bytes, MemoryUse use) {
-  TS_ASSIGN_OR_RETURN(auto b, VulkanBuffer::create(ctx_, bytes, use, MemoryKind::device_local));
+  const MemoryKind kind = use == MemoryUse::host_staging ? MemoryKind::staging : MemoryKind::device_local;
+  TS_ASSIGN_OR_RETURN(auto b, VulkanBuffer::create(ctx_, bytes, use, kind));
   return std::unique_ptr<Buffer>(std::move(b));
 }
 
@@ -25,6 +26,8 @@ Expected<std::unique_ptr<Stream>> VulkanDevice::create_stream() {
   TS_ASSIGN_OR_RETURN(auto s, VulkanStream::create(ctx_));
   return std::unique_ptr<Stream>(std::move(s));
 }
+
+Expected<std::unique_ptr<Event>> VulkanDevice::create_event() { return std::unique_ptr<Event>(new VulkanEvent(ctx_)); }
 
 Expected<std::unique_ptr<Executable>> VulkanDevice::compile(const Plan& plan, std::span<Buffer* const> bound) {
   TS_ASSIGN_OR_RETURN(auto exe, VulkanExecutable::create(ctx_, *transfer_, plan, bound));

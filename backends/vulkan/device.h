@@ -21,6 +21,7 @@ class VulkanDevice final : public Device {
   Expected<std::unique_ptr<Buffer>> allocate(uint64_t bytes, MemoryUse use) override;
   Expected<std::unique_ptr<Buffer>> import_weights(std::span<const std::byte> bytes) override;
   Expected<std::unique_ptr<Stream>> create_stream() override;
+  Expected<std::unique_ptr<Event>> create_event() override;
   Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) override;
 
  private:

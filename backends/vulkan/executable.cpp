@@ -96,6 +96,13 @@ Status VulkanExecutable::allocate_buffers(std::span<Buffer* const> bound) {
         break;
       }
       case BufferRole::arena: {
+        if (i < bound.size() && bound[i]) {  // shared with the caller's other plans
+          auto* vb = dynamic_cast<VulkanBuffer*>(bound[i]);
+          if (!vb || vb->context() != ctx_.get() || vb->size() < pb.bytes)
+            return invalid_argument("vulkan: the arena bound to '" + pb.name + "' is not a large enough buffer of this device");
+          buffers_[i] = vb;
+          break;
+        }
         TS_ASSIGN_OR_RETURN(auto b, VulkanBuffer::create(ctx_, std::max<uint64_t>(pb.bytes, 64), MemoryUse::activations,
                                                          MemoryKind::device_local));
         buffers_[i] = b.get();

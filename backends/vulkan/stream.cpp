@@ -34,6 +34,48 @@ Status VulkanStream::run(Executable& exe, const StepArgs& args) {
   return Status::ok();
 }
 
+Status VulkanStream::copy(Buffer& src, uint64_t src_offset, Buffer& dst, uint64_t dst_offset, uint64_t bytes) {
+  auto* from = dynamic_cast<VulkanBuffer*>(&src);
+  auto* to = dynamic_cast<VulkanBuffer*>(&dst);
+  if (!from || !to) return invalid_argument("vulkan copy: a buffer was not allocated by a vulkan device");
+  TS_TRY(check_copy_range(src, src_offset, dst, dst_offset, bytes));
+  if (bytes == 0) return Status::ok();
+  const Transfer::Regions r{from, to, {VkBufferCopy{src_offset, dst_offset, bytes}}};
+  return transfer_->copy_regions({&r, 1}, last_);
+}
+
+Status VulkanStream::copy_blocks(std::span<const KvPoolCopy> pools, std::span<const BlockCopy> blocks) {
+  TS_TRY(check_block_copies(pools, blocks));
+  if (blocks.empty()) return Status::ok();
+  std::vector<Transfer::Regions> batches;
+  for (const KvPoolCopy& p : pools) {
+    auto* from = dynamic_cast<VulkanBuffer*>(p.src);
+    auto* to = dynamic_cast<VulkanBuffer*>(p.dst);
+    if (!from || !to) return invalid_argument("vulkan copy_blocks: a pool was not allocated by a vulkan device");
+    Transfer::Regions r{from, to, {}};
+    for (const BlockCopy& b : blocks)
+      r.regions.push_back(VkBufferCopy{(uint64_t)b.src * p.block_bytes, (uint64_t)b.dst * p.block_bytes, p.block_bytes});
+    batches.push_back(std::move(r));
+  }
+  return transfer_->copy_regions(batches, last_);
+}
+
+Status VulkanStream::record(Event& e) {
+  auto* ve = dynamic_cast<VulkanEvent*>(&e);
+  if (!ve || ve->context() != ctx_.get()) return invalid_argument("vulkan stream: the event was made by another device");
+  ve->set(last_);
+  return Status::ok();
+}
+
+Status VulkanStream::wait(Event& e) {
+  // Submissions on the device's one queue finish in order, so an event of this
+  // device is behind whatever this stream submits next only if already
+  // submitted; waiting for its value on the host keeps that true for any event.
+  return e.synchronize();
+}
+
 Status VulkanStream::synchronize() { return ctx_->wait(last_); }
+
+bool VulkanEvent::query() { return value_ == 0 || ctx_->completed() >= value_; }
 
 }  // namespace tessera::vulkan

@@ -72,7 +72,8 @@ namespace tessera::vulkan {
   X(vkGetQueryPoolResults)            \
   X(vkCreateSemaphore)                \
   X(vkDestroySemaphore)               \
-  X(vkWaitSemaphores)
+  X(vkWaitSemaphores) \
+  X(vkGetSemaphoreCounterValue)
 
 // One table per process: global functions from the loader, instance and
 // device functions resolved for the one instance and (per device) through

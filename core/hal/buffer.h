@@ -11,6 +11,7 @@ enum class MemoryUse : uint8_t {
   activations,  // the plan's arena, rewritten every step
   kv_cache,     // paged K/V pools, live across steps
   step_input,   // small per-step arrays (token ids, positions, block tables)
+  host_staging, // pinned host memory the device copies to and from; host_data() is its address
 };
 const char* to_string(MemoryUse u);
 

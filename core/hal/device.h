@@ -22,8 +22,13 @@ class Device {
   // (the caller keeps them alive as long as the buffer); others copy.
   virtual Expected<std::unique_ptr<Buffer>> import_weights(std::span<const std::byte> bytes) = 0;
   virtual Expected<std::unique_ptr<Stream>> create_stream() = 0;
-  // `bound[i]` is the buffer for plan buffer i of role weight or kv_pool
-  // (null for the roles compile allocates itself).
+  // An event any stream of this device records (and any stream may wait on).
+  virtual Expected<std::unique_ptr<Event>> create_event() = 0;
+  // `bound[i]` is the buffer for plan buffer i of role weight, kv_pool or
+  // transfer (null for the roles compile allocates itself). An arena may be
+  // bound too, at least its planned size: plans that never run at once (the
+  // buckets of one runner, whose steps one stream orders) share one; null
+  // makes compile allocate the plan's own.
   virtual Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) = 0;
 };
 

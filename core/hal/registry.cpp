@@ -36,6 +36,7 @@ const char* to_string(MemoryUse u) {
     case MemoryUse::activations: return "activations";
     case MemoryUse::kv_cache: return "kv_cache";
     case MemoryUse::step_input: return "step_input";
+    case MemoryUse::host_staging: return "host_staging";
   }
   return "?";
 }

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/hal/block_copy.h"  // BlockCopy: copy pool block src to dst (every layer, K and V) before the next step writes
 #include "core/status.h"
 
 namespace tessera {
@@ -23,10 +24,6 @@ struct BlockManagerConfig {
   int32_t block_size = 16;  // tokens per block, > 0
 };
 
-// Copy pool block `src` to `dst` (every layer, K and V) before the next step writes.
-struct BlockCopy {
-  int32_t src, dst;
-};
 
 class BlockManager {
  public:
