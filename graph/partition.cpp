@@ -46,6 +46,11 @@ Expected<std::vector<GraphPart>> partition_by_device(const Graph& g) {
   if (g.value(logits).kind != ValueKind::computed) return invalid_argument("partition: the graph returns a value no node computes");
   const int logits_part = producer_part(logits);
   export_value(logits_part, logits);  // first, so it is the part's outputs[0]
+  for (size_t k = 1; k < g.outputs.size(); ++k) {
+    const ValueId v = storage_of(g, g.outputs[k]);
+    if (g.value(v).kind != ValueKind::computed) return invalid_argument("partition: the graph returns a value no node computes");
+    export_value(producer_part(v), v);
+  }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (part_of[i] < 0) continue;
     for (ValueId in : g.nodes[i].inputs) {
@@ -101,6 +106,11 @@ Expected<std::vector<GraphPart>> partition_by_device(const Graph& g) {
     }
     for (ValueId v : exports[p]) part.graph.outputs.push_back(local.at(v));
     part.has_logits = (int)p == logits_part;
+    for (ValueId out : g.outputs) {
+      const ValueId v = storage_of(g, out);
+      const auto at = std::find(exports[p].begin(), exports[p].end(), v);
+      part.returns.push_back(producer_part(v) == (int)p && at != exports[p].end() ? (int)(at - exports[p].begin()) : -1);
+    }
   }
   for (const GraphPart& part : parts)
     for (const GraphPart::Input& in : part.inputs)

@@ -27,6 +27,9 @@ struct GraphPart {
   };
   std::vector<Input> inputs;
   bool has_logits = false;  // the step's logits are this part's outputs[0]
+  // For each of the whole graph's outputs (logits first): its index in this
+  // part's outputs, or -1 when another part makes it.
+  std::vector<int> returns;
 };
 
 Expected<std::vector<GraphPart>> partition_by_device(const Graph& g);

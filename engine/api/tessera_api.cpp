@@ -34,12 +34,18 @@ Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
   ro.tile = o.tile;
   ro.place = o.place;
   ro.weight_layout = o.weight_layout;
+  // Greedy generation takes one id a step from the device, not the vocabulary's logits.
+  ro.sample_on_device = true;
   m->weights_ = weights;
-  TS_ASSIGN_OR_RETURN(m->runner_, ModelRunner::create(weights, ro));
+  TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(weights, ro));
+  m->runner_ = std::move(rc.runner);
+  m->kv_ = std::move(rc.kv);
   return m;
 }
 
-Model::~Model() = default;
+Model::~Model() {
+  kv_.reset();  // before the runner whose devices hold its pools
+}
 
 const LlamaConfig& Model::config() const { return weights_->config; }
 const DeviceInfo& Model::device() const { return runner_->device_info(); }
@@ -68,7 +74,7 @@ std::string Model::decode_piece(int32_t prev, int32_t id) const {
 
 Expected<std::unique_ptr<Generation>> Model::start(const SamplerParams& sampler) {
   TS_TRY(validate(sampler));
-  TS_ASSIGN_OR_RETURN(auto s, Session::create(*runner_));
+  TS_ASSIGN_OR_RETURN(auto s, Session::create(*runner_, *kv_));
   return std::unique_ptr<Generation>(new Generation(std::move(s), sampler));
 }
 

@@ -32,6 +32,12 @@ struct BenchReport {
   uint64_t weight_bytes = 0;
   int32_t prompt_tokens = 0, gen_tokens = 0;
   double prefill_tok_s = 0, decode_tok_s = 0, ttft_ms = 0, tpot_ms = 0;
+  // Decode measured two ways in one run, alternating A B A B (engine/bench/decode_loop.h):
+  // decode_tok_s / tpot_ms are the overlapped loop's (device greedy, next step
+  // prepared while one runs), decode_tok_s_serial the serial loop's (logits to
+  // the host, sampled there, then the next step built).
+  double decode_tok_s_serial = 0;
+  double host_gap_us = 0, host_gap_serial_us = 0;  // medians: host time from one step's end to the next's submit
   uint64_t bytes_per_token = 0;  // weights + the KV cache read by one decode step, averaged
   double read_GBps_before = 0, read_GBps_after = 0;
   double mbu = 0;  // bytes_per_token * decode_tok_s / max(read_GBps_before, read_GBps_after)

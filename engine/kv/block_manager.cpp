@@ -94,6 +94,23 @@ Status BlockManager::fork(SeqId parent, SeqId child) {
   return Status::ok();
 }
 
+Status BlockManager::truncate(SeqId id, int32_t tokens) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return not_found("kv: truncate: no sequence " + std::to_string(id));
+  Sequence& seq = it->second;
+  if (tokens < 0 || tokens > seq.length)
+    return invalid_argument("kv: truncate: sequence " + std::to_string(id) + " holds " + std::to_string(seq.length) +
+                            " tokens; cannot keep " + std::to_string(tokens));
+  const size_t keep = (size_t)blocks_for(tokens);
+  // Dropped from the end, so the LIFO hands the earliest of them out first.
+  while (seq.blocks.size() > keep) {
+    drop_ref(seq.blocks.back());
+    seq.blocks.pop_back();
+  }
+  seq.length = tokens;
+  return Status::ok();
+}
+
 void BlockManager::release(SeqId id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;

@@ -46,6 +46,13 @@ class BlockManager {
   // length. not_found for an unknown parent, invalid_argument when the child exists.
   Status fork(SeqId parent, SeqId child);
 
+  // Shortens the sequence to its first `tokens` tokens (speculative decoding's
+  // rollback): blocks past ceil(tokens / block_size) are dropped (freed when
+  // no other sequence holds them); the last kept block stays, and if it is
+  // shared the next reserve that writes into it copies it first. not_found for
+  // an unknown id; invalid_argument for a count outside [0, length()].
+  Status truncate(SeqId id, int32_t tokens);
+
   // Drops the sequence; blocks whose ref count reaches 0 are free again.
   // An unknown id (including one already released) is a no-op.
   void release(SeqId id);

@@ -10,7 +10,7 @@ namespace tessera {
 using graph::GraphBuilder;
 using graph::ValueId;
 
-Expected<graph::Graph> build_llama_graph(const ModelWeights& w, const KvLayout& kv) {
+Expected<graph::Graph> build_llama_graph(const ModelWeights& w, const KvLayout& kv, const LlamaGraphOptions& o) {
   const LlamaConfig& c = w.config;
   TS_TRY(c.validate(w.source));
   const int64_t dim = c.dim, hd = c.head_dim(), q_dim = (int64_t)c.n_heads * hd, kv_dim = c.kv_dim();
@@ -85,7 +85,9 @@ Expected<graph::Graph> build_llama_graph(const ModelWeights& w, const KvLayout& 
   const ValueId classifier = c.tied_embeddings ? embd : weight("output.weight", Shape{c.vocab_size, dim});
   if (!missing.is_ok()) return missing;
   x = b.rms_norm(x, out_norm, norm, "output_norm");
-  b.mark_output(b.matmul(x, classifier, "output"));
+  const ValueId logits = b.matmul(x, classifier, "output");
+  b.mark_output(logits);
+  if (o.sample_on_device) b.mark_output(b.op(OpKind::argmax, NoParams{}, {logits}, "sample_greedy"));
   return b.finish();
 }
 

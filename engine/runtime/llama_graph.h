@@ -13,8 +13,14 @@ struct KvLayout {
   int64_t num_slots() const { return (int64_t)num_blocks * block_size; }
 };
 
+struct LlamaGraphOptions {
+  // Also return each logit row's greedy token (argmax, on the device), as the
+  // graph's second output, so a step can hand back R ids instead of R x vocab floats.
+  bool sample_on_device = false;
+};
+
 // Every weight is taken from `w` with its shape checked against the config;
 // a missing or misshapen tensor is an error naming it.
-Expected<graph::Graph> build_llama_graph(const ModelWeights& w, const KvLayout& kv);
+Expected<graph::Graph> build_llama_graph(const ModelWeights& w, const KvLayout& kv, const LlamaGraphOptions& o = {});
 
 }  // namespace tessera

@@ -34,18 +34,32 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   if (ctx > c.context_length)
     return invalid_argument("--ctx: " + std::to_string(ctx) + " exceeds the model's context length " + std::to_string(c.context_length));
   const int32_t blocks_per_seq = (ctx + o.block_size - 1) / o.block_size;
-  BlockManagerConfig bm{blocks_per_seq * o.max_seqs, o.block_size};
-  std::unique_ptr<ModelRunner> r(new ModelRunner(std::move(weights), o, bm));
+  std::unique_ptr<ModelRunner> r(new ModelRunner(std::move(weights), o));
   r->max_context_ = ctx;
   r->max_blocks_per_seq_ = blocks_per_seq;
   r->options_.max_prefill_tokens = std::min(o.max_prefill_tokens, ctx);
 
-  DeviceSlot primary{o.backend, nullptr, nullptr, {}};
+  DeviceSlot primary;
+  primary.backend = o.backend;
   TS_ASSIGN_OR_RETURN(primary.device, open_device(o.backend, o.device));
   r->devices_.push_back(std::move(primary));
-  TS_ASSIGN_OR_RETURN(r->graph_, build_llama_graph(*r->weights_, KvLayout{bm.num_blocks, bm.block_size}));
+  // One block of every layer's K and V pools, in the pools' element type (f32 today).
+  const uint64_t bytes_per_block = 2ull * (uint64_t)c.n_layers * (uint64_t)o.block_size * (uint64_t)c.kv_dim() * sizeof(float);
+  TS_ASSIGN_OR_RETURN(r->kv_spec_, size_kv_cache({o.kv_cache_bytes, bytes_per_block, o.block_size, blocks_per_seq, o.max_seqs, 0}));
+  TS_ASSIGN_OR_RETURN(r->graph_, build_llama_graph(*r->weights_, KvLayout{r->kv_spec_.num_blocks, r->kv_spec_.block_size},
+                                                   LlamaGraphOptions{o.sample_on_device}));
   TS_TRY(r->place_and_bind());
   return r;
+}
+
+ModelRunner::~ModelRunner() {
+  // Work still queued reads the plans' buffers: let it finish before they go.
+  for (DeviceSlot& d : devices_)
+    if (d.stream) (void)d.stream->synchronize();
+}
+
+ModelRunner::DeviceSlot& ModelRunner::slot_of(const std::string& backend) {
+  return *std::find_if(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.backend == backend; });
 }
 
 // Passes, placement and the weights: fusions ask the asked-for device's
@@ -104,18 +118,25 @@ Status ModelRunner::place_and_bind() {
   for (const graph::GraphPart& part : parts_) {
     if (std::any_of(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.backend == part.device; })) continue;
     if (!cpu || part.device != "cpu") return internal_error("placement put nodes on '" + part.device + "'");
-    devices_.push_back({"cpu", std::move(cpu), nullptr, {}});
+    DeviceSlot fallback;
+    fallback.backend = "cpu";
+    fallback.device = std::move(cpu);
+    devices_.push_back(std::move(fallback));
   }
   // Streams only where a part runs (a backend that runs nothing may have none to give).
   for (DeviceSlot& slot : devices_) {
     if (std::none_of(parts_.begin(), parts_.end(), [&](const graph::GraphPart& p) { return p.device == slot.backend; })) continue;
     TS_ASSIGN_OR_RETURN(slot.stream, slot.device->create_stream());
+    TS_ASSIGN_OR_RETURN(slot.moved, slot.device->create_event());
+    for (auto& e : slot.done) {
+      TS_ASSIGN_OR_RETURN(e, slot.device->create_event());
+    }
   }
 
-  // Weights are imported once per device that reads them, KV pools allocated
-  // once; every bucket's plan binds the same buffers.
+  // Weights are imported once per device that reads them; every bucket's plan
+  // binds the same buffers (the KV pools come with the cache: attach).
   for (const graph::GraphPart& part : parts_) {
-    DeviceSlot& slot = *std::find_if(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.backend == part.device; });
+    DeviceSlot& slot = slot_of(part.device);
     for (const auto& v : part.graph.values) {
       if (slot.bound.count(v.name)) continue;
       if (v.kind == graph::ValueKind::weight && (!v.packed_from.empty() || v.layout != WeightLayout::rows)) {
@@ -154,10 +175,165 @@ Status ModelRunner::place_and_bind() {
           TS_ASSIGN_OR_RETURN(it->second, graph::materialize_constant(v));
         }
         TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(it->second));
-      } else if (v.kind == graph::ValueKind::kv_pool) {
-        TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->allocate(v.desc.bytes(), MemoryUse::kv_cache));
       }
     }
+  }
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<KvCache>> ModelRunner::create_kv_cache() {
+  std::vector<KvCache::Pool> pools;
+  for (size_t p = 0; p < parts_.size(); ++p) {
+    const graph::GraphPart& part = parts_[p];
+    const size_t slot = (size_t)(&slot_of(part.device) - devices_.data());
+    for (const auto& v : part.graph.values) {
+      if (v.kind != graph::ValueKind::kv_pool) continue;
+      if (std::any_of(pools.begin(), pools.end(), [&](const KvCache::Pool& k) { return k.name == v.name; })) continue;
+      KvCache::Pool pool{v.name, slot, nullptr, (uint64_t)kv_spec_.block_size * (uint64_t)v.desc.row_bytes()};
+      TS_ASSIGN_OR_RETURN(pool.buffer, devices_[slot].device->allocate(v.desc.bytes(), MemoryUse::kv_cache));
+      pools.push_back(std::move(pool));
+    }
+  }
+  return std::make_unique<KvCache>(kv_spec_, std::move(pools));
+}
+
+Status ModelRunner::attach(KvCache& kv) {
+  if (kv_) return invalid_argument("runner: a KV cache is attached already");
+  if (kv.spec().num_blocks != kv_spec_.num_blocks || kv.spec().block_size != kv_spec_.block_size)
+    return invalid_argument("runner: the KV cache has " + std::to_string(kv.spec().num_blocks) + " blocks of " +
+                            std::to_string(kv.spec().block_size) + " tokens; the graph was built for " +
+                            std::to_string(kv_spec_.num_blocks) + " of " + std::to_string(kv_spec_.block_size));
+  kv_ = &kv;
+  // Where the step results land: pinned memory of the device that makes each.
+  const uint64_t rows = (uint64_t)options_.max_prefill_tokens;
+  for (InFlight& f : in_flight_) {
+    const size_t lp = (size_t)std::distance(parts_.begin(), std::find_if(parts_.begin(), parts_.end(), [](const graph::GraphPart& p) {
+                                              return p.returns[0] >= 0;
+                                            }));
+    TS_ASSIGN_OR_RETURN(f.logits, slot_of(parts_[lp].device).device->allocate(rows * (uint64_t)config().vocab_size * sizeof(float),
+                                                                             MemoryUse::host_staging));
+    if (options_.sample_on_device) {
+      const size_t tp = (size_t)std::distance(parts_.begin(), std::find_if(parts_.begin(), parts_.end(), [](const graph::GraphPart& p) {
+                                                return p.returns.size() > 1 && p.returns[1] >= 0;
+                                              }));
+      TS_ASSIGN_OR_RETURN(f.tokens, slot_of(parts_[tp].device).device->allocate(rows * sizeof(int32_t), MemoryUse::host_staging));
+    }
+  }
+  const Status st = compile_buckets();
+  if (!st.is_ok()) {
+    programs_.clear();
+    part_buffers_.clear();
+    kv_ = nullptr;
+  }
+  return st;
+}
+
+// Token buckets: 1 (decode), then powers of two up to the prefill limit.
+// Context buckets: powers of two from min_context_bucket up to the runner's
+// context, so a short conversation's plan sizes its block tables and
+// attention scratch to what it reaches, not to the model's whole context.
+std::pair<int32_t, int32_t> ModelRunner::bucket_for(int32_t n_tokens, int32_t context) const {
+  int32_t tokens = 1;
+  while (tokens < n_tokens) tokens *= 2;
+  tokens = std::min(tokens, options_.max_prefill_tokens);
+  int32_t ctx = std::max(1, options_.min_context_bucket);
+  while (ctx < context) ctx *= 2;
+  return {tokens, std::min(ctx, max_context_)};
+}
+
+std::vector<std::pair<int32_t, int32_t>> ModelRunner::bucket_keys() const {
+  std::vector<std::pair<int32_t, int32_t>> keys;
+  for (int32_t t = 1;; t *= 2) {
+    const int32_t tokens = std::min(t, options_.max_prefill_tokens);
+    for (int32_t c = std::max(1, options_.min_context_bucket);; c *= 2) {
+      keys.push_back({tokens, std::min(c, max_context_)});
+      if (c >= max_context_) break;
+    }
+    if (tokens >= options_.max_prefill_tokens) break;
+  }
+  return keys;
+}
+
+// Every bucket lowered first, so each part's arena and transfer buffers can be
+// sized for the largest bucket and shared by all (steps on one stream run one
+// after another, so no two buckets' activations are live at once); then
+// compiled, binding them.
+Status ModelRunner::compile_buckets() {
+  struct Lowered {
+    std::pair<int32_t, int32_t> key;
+    ShapeBucket bucket;
+    std::vector<Plan> plans;  // by part
+  };
+  std::vector<Lowered> lowered;
+  part_buffers_.clear();
+  part_buffers_.resize(parts_.size());
+  std::vector<uint64_t> arena_bytes(parts_.size(), 0);
+  std::vector<std::map<std::string, uint64_t>> transfer_bytes(parts_.size());
+  for (const auto& key : bucket_keys()) {
+    const int32_t blocks = std::min(max_blocks_per_seq_, (key.second + options_.block_size - 1) / options_.block_size);
+    Lowered l{key, ShapeBucket{key.first, options_.max_seqs, key.first, blocks}, {}};
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      TS_ASSIGN_OR_RETURN(Plan plan, graph::lower(parts_[p].graph, l.bucket));
+      for (const PlanBuffer& pb : plan.buffers) {
+        if (pb.role == BufferRole::arena) arena_bytes[p] = std::max(arena_bytes[p], pb.bytes);
+        if (pb.role == BufferRole::transfer) transfer_bytes[p][pb.name] = std::max(transfer_bytes[p][pb.name], pb.bytes);
+      }
+      l.plans.push_back(std::move(plan));
+    }
+    lowered.push_back(std::move(l));
+  }
+  for (size_t p = 0; p < parts_.size(); ++p) {
+    Device& dev = *slot_of(parts_[p].device).device;
+    TS_ASSIGN_OR_RETURN(part_buffers_[p].arena, dev.allocate(std::max<uint64_t>(arena_bytes[p], 64), MemoryUse::activations));
+    for (const auto& [name, bytes] : transfer_bytes[p]) {
+      TS_ASSIGN_OR_RETURN(part_buffers_[p].transfers[name], dev.allocate(std::max<uint64_t>(bytes, 4), MemoryUse::activations));
+    }
+  }
+  for (Lowered& l : lowered) {
+    BucketProgram prog;
+    prog.bucket = l.bucket;
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      const graph::GraphPart& part = parts_[p];
+      PartExecutable pe;
+      pe.part = p;
+      pe.slot = (size_t)(&slot_of(part.device) - devices_.data());
+      DeviceSlot& slot = devices_[pe.slot];
+      const Plan& plan = l.plans[p];
+      std::vector<Buffer*> bound(plan.buffers.size(), nullptr);
+      for (size_t i = 0; i < plan.buffers.size(); ++i) {
+        const PlanBuffer& pb = plan.buffers[i];
+        if (pb.role == BufferRole::arena) {
+          bound[i] = part_buffers_[p].arena.get();
+        } else if (pb.role == BufferRole::transfer) {
+          bound[i] = part_buffers_[p].transfers.at(pb.name).get();
+        } else if (pb.role == BufferRole::kv_pool) {
+          bound[i] = kv_->pool(pb.name);
+          if (!bound[i]) return internal_error("KV pool '" + pb.name + "' is not in the cache");
+        } else if (is_bound(pb.role)) {
+          auto b = slot.bound.find(pb.name);
+          if (b == slot.bound.end()) return internal_error("'" + pb.name + "' is not bound on " + slot.backend);
+          bound[i] = b->second.get();
+        }
+      }
+      for (const graph::GraphPart::Input& in : part.inputs) {
+        PartExecutable::Input pin;
+        const std::string& vname = part.graph.value(in.value).name;
+        while (pin.buffer < plan.buffers.size() && plan.buffers[pin.buffer].name != vname) ++pin.buffer;
+        if (pin.buffer == plan.buffers.size()) return internal_error("transfer '" + vname + "' has no plan buffer");
+        pin.src_part = (size_t)in.src_part;
+        const auto& src_outputs = parts_[pin.src_part].graph.outputs;
+        const size_t k = (size_t)(std::find(src_outputs.begin(), src_outputs.end(), in.src_value) - src_outputs.begin());
+        pin.src = prog.parts[pin.src_part].exe->plan().outputs.at(k);
+        pe.inputs.push_back(pin);
+      }
+      auto exe = slot.device->compile(plan, bound);
+      if (!exe)
+        return exe.status().with_context("compiling the " + std::to_string(l.key.first) + "-token, " +
+                                         std::to_string(l.key.second) + "-position bucket for " + slot.backend);
+      pe.exe = std::move(*exe);
+      prog.parts.push_back(std::move(pe));
+    }
+    programs_[l.key] = std::move(prog);
   }
   return Status::ok();
 }
@@ -173,64 +349,23 @@ std::vector<std::pair<int32_t, int32_t>> ModelRunner::compiled_buckets() const {
   return out;
 }
 
+uint64_t ModelRunner::arena_bytes() const {
+  uint64_t total = 0;
+  for (const PartBuffers& pb : part_buffers_) total += pb.arena ? pb.arena->size() : 0;
+  return total;
+}
+
 Expected<ModelRunner::BucketProgram*> ModelRunner::program_for(int32_t n_tokens, int32_t context) {
+  if (!kv_) return invalid_argument("runner: no KV cache attached (create_kv_cache, then attach)");
   if (n_tokens < 1 || n_tokens > options_.max_prefill_tokens)
     return invalid_argument("step: " + std::to_string(n_tokens) + " tokens; a step holds 1 to " +
                             std::to_string(options_.max_prefill_tokens));
   if (context < 1 || context > max_context_)
     return invalid_argument("step: a sequence reaches " + std::to_string(context) + " positions; the runner holds 1 to " +
                             std::to_string(max_context_));
-  // Token buckets: 1 (decode), then powers of two up to the prefill limit.
-  // Context buckets: powers of two from 256 positions up to the runner's
-  // context, so a short conversation's plan sizes its block tables and
-  // attention scratch to what it reaches, not to the model's whole context.
-  int32_t tokens = 1;
-  while (tokens < n_tokens) tokens *= 2;
-  tokens = std::min(tokens, options_.max_prefill_tokens);
-  int32_t ctx = std::max(1, options_.min_context_bucket);
-  while (ctx < context) ctx *= 2;
-  ctx = std::min(ctx, max_context_);
-  auto it = programs_.find({tokens, ctx});
-  if (it != programs_.end()) return &it->second;
-
-  BucketProgram prog;
-  const int32_t blocks = std::min(max_blocks_per_seq_, (ctx + options_.block_size - 1) / options_.block_size);
-  prog.bucket = ShapeBucket{tokens, options_.max_seqs, tokens, blocks};
-  for (size_t p = 0; p < parts_.size(); ++p) {
-    const graph::GraphPart& part = parts_[p];
-    PartExecutable pe;
-    while (devices_[pe.slot].backend != part.device) ++pe.slot;
-    DeviceSlot& slot = devices_[pe.slot];
-    TS_ASSIGN_OR_RETURN(Plan plan, graph::lower(part.graph, prog.bucket));
-    std::vector<Buffer*> bound(plan.buffers.size(), nullptr);
-    for (size_t i = 0; i < plan.buffers.size(); ++i) {
-      const PlanBuffer& pb = plan.buffers[i];
-      if (pb.role == BufferRole::transfer) {
-        TS_ASSIGN_OR_RETURN(auto b, slot.device->allocate(pb.bytes, MemoryUse::activations));
-        bound[i] = b.get();
-        pe.transfers.push_back(std::move(b));
-      } else if (is_bound(pb.role)) {
-        auto b = slot.bound.find(pb.name);
-        if (b == slot.bound.end()) return internal_error("'" + pb.name + "' is not bound on " + slot.backend);
-        bound[i] = b->second.get();
-      }
-    }
-    for (const graph::GraphPart::Input& in : part.inputs) {
-      PartExecutable::Input pin;
-      const std::string& vname = part.graph.value(in.value).name;
-      while (pin.buffer < plan.buffers.size() && plan.buffers[pin.buffer].name != vname) ++pin.buffer;
-      if (pin.buffer == plan.buffers.size()) return internal_error("transfer '" + vname + "' has no plan buffer");
-      pin.src_part = (size_t)in.src_part;
-      const auto& src_outputs = parts_[pin.src_part].graph.outputs;
-      const size_t k = (size_t)(std::find(src_outputs.begin(), src_outputs.end(), in.src_value) - src_outputs.begin());
-      pin.src = prog.parts[pin.src_part].exe->plan().outputs.at(k);
-      pe.inputs.push_back(pin);
-    }
-    TS_ASSIGN_OR_RETURN(pe.exe, slot.device->compile(plan, bound));
-    if (part.has_logits) prog.logits_part = p;
-    prog.parts.push_back(std::move(pe));
-  }
-  return &(programs_[{tokens, ctx}] = std::move(prog));
+  auto it = programs_.find(bucket_for(n_tokens, context));
+  if (it == programs_.end()) return internal_error("runner: no plan was compiled for a " + std::to_string(n_tokens) + "-token step");
+  return &it->second;
 }
 
 namespace {
@@ -244,34 +379,82 @@ int64_t rows_at(RowCount rows, const TensorDesc& d, const StepArgs& a) {
   return 0;
 }
 
+bool wants(StepOutputs have, StepOutputs bit) { return ((uint8_t)have & (uint8_t)bit) != 0; }
+
 }  // namespace
 
-// A value an earlier part made, into this part's transfer buffer: straight
-// into host memory when one side has it (the CPU's), else through staging.
+// A value an earlier part made, into this part's transfer buffer, in stream
+// order on both sides: straight into host memory when the reader has it (the
+// CPU's), straight from it when the maker has it, else through staging.
 Status ModelRunner::move_input(const BucketProgram& prog, const PartExecutable& part, const PartExecutable::Input& in,
                                const StepArgs& args) {
   const PartExecutable& src = prog.parts[in.src_part];
-  Stream& from = *devices_[src.slot].stream;
-  Stream& to = *devices_[part.slot].stream;
+  DeviceSlot& from = devices_[src.slot];
+  DeviceSlot& to = devices_[part.slot];
   Buffer& src_buf = src.exe->buffer(in.src.buffer);
   Buffer& dst_buf = part.exe->buffer(in.buffer);
   const size_t bytes = (size_t)(rows_at(in.src.rows, in.src.desc, args) * (int64_t)in.src.desc.row_bytes());
-  if (std::byte* dst = dst_buf.host_data()) return from.download({dst, bytes}, src_buf, in.src.offset);
-  if (std::byte* s = src_buf.host_data()) return to.upload(dst_buf, 0, {s + in.src.offset, bytes});
+  if (std::byte* dst = dst_buf.host_data()) {
+    TS_TRY(from.stream->download({dst, bytes}, src_buf, in.src.offset));
+    TS_TRY(from.stream->record(*from.moved));
+    return to.stream->wait(*from.moved);
+  }
+  TS_TRY(from.stream->record(*from.moved));
+  if (std::byte* s = src_buf.host_data()) {
+    TS_TRY(to.stream->wait(*from.moved));
+    return to.stream->upload(dst_buf, 0, {s + in.src.offset, bytes});
+  }
   if (staging_.size() < bytes) staging_.resize(bytes);
-  TS_TRY(from.download({staging_.data(), bytes}, src_buf, in.src.offset));
-  return to.upload(dst_buf, 0, {staging_.data(), bytes});
+  TS_TRY(from.stream->download({staging_.data(), bytes}, src_buf, in.src.offset));
+  TS_TRY(from.stream->record(*from.moved));
+  TS_TRY(from.moved->synchronize());
+  return to.stream->upload(dst_buf, 0, {staging_.data(), bytes});
 }
 
-Status ModelRunner::step(const StepArgs& args, std::span<float> logits_out) {
+// Copy-on-write before the step writes: every layer's pools, on each device that holds some.
+Status ModelRunner::run_block_copies(std::span<const BlockCopy> copies) {
+  if (copies.empty()) return Status::ok();
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    const std::vector<KvPoolCopy> pools = kv_->in_place_copies(d);
+    if (!pools.empty()) TS_TRY(devices_[d].stream->copy_blocks(pools, copies));
+  }
+  return Status::ok();
+}
+
+// The step's results into the slot's pinned memory, then an event on every
+// device that ran a part (collect waits for them all).
+Status ModelRunner::queue_results(const BucketProgram& prog, InFlight& f, int slot_index, const StepArgs& args) {
+  for (size_t k = 0; k < 2; ++k) {
+    const StepOutputs bit = k == 0 ? StepOutputs::logits : StepOutputs::tokens;
+    if (!wants(f.outputs, bit)) continue;
+    for (const PartExecutable& pe : prog.parts) {
+      const int at = parts_[pe.part].returns.size() > k ? parts_[pe.part].returns[k] : -1;
+      if (at < 0) continue;
+      const PlanTensor& t = pe.exe->plan().outputs.at((size_t)at);
+      const uint64_t bytes = (uint64_t)args.n_logit_rows * (uint64_t)t.desc.row_bytes();
+      Buffer& dst = k == 0 ? *f.logits : *f.tokens;
+      if (bytes) TS_TRY(devices_[pe.slot].stream->copy(pe.exe->buffer(t.buffer), t.offset, dst, 0, bytes));
+    }
+  }
+  for (DeviceSlot& d : devices_)
+    if (d.stream) TS_TRY(d.stream->record(*d.done[(size_t)slot_index]));
+  return Status::ok();
+}
+
+Expected<StepTicket> ModelRunner::submit(const StepRequest& request) {
+  const StepArgs& args = request.args;
+  if (wants(request.outputs, StepOutputs::tokens) && !options_.sample_on_device)
+    return invalid_argument("step: tokens were asked for, but the runner was not built to sample on the device");
+  // The next in-flight slot in turn; it must have been collected.
+  const int slot_index = (int)(next_ticket_ % kMaxInFlight);
+  InFlight& f = in_flight_[(size_t)slot_index];
+  if (!f.collected)
+    return invalid_argument("runner: " + std::to_string(kMaxInFlight) + " steps are in flight; collect one before submitting");
   int32_t context = 1;
   if (args.seq_lens && args.n_seqs > 0 && args.n_seqs <= options_.max_seqs)
     for (int32_t s = 0; s < args.n_seqs; ++s) context = std::max(context, args.seq_lens[s]);
   context = std::min(context, max_context_);  // a longer one is refused by the step checks, naming it
   TS_ASSIGN_OR_RETURN(BucketProgram * prog, program_for(args.n_tokens, context));
-  const uint64_t vocab = (uint64_t)config().vocab_size;
-  if (logits_out.size() < (uint64_t)args.n_logit_rows * vocab)
-    return invalid_argument("step: logits buffer too small");
   // Block tables arrive max_blocks_per_seq_ apart; a context bucket's plan takes them at its own stride.
   StepArgs a = args;
   const int32_t stride = prog->bucket.max_blocks_per_seq;
@@ -282,17 +465,41 @@ Status ModelRunner::step(const StepArgs& args, std::span<float> logits_out) {
                   block_table_scratch_.begin() + (ptrdiff_t)s * stride);
     a.block_tables = block_table_scratch_.data();
   }
+  TS_TRY(run_block_copies(request.block_copies));
   for (const PartExecutable& part : prog->parts) {
     for (const PartExecutable::Input& in : part.inputs) TS_TRY(move_input(*prog, part, in, a));
     TS_TRY(devices_[part.slot].stream->run(*part.exe, a));
   }
-  const PartExecutable& last = prog->parts[prog->logits_part];
-  const PlanTensor& lt = last.exe->plan().logits;
-  const size_t bytes = (size_t)args.n_logit_rows * vocab * sizeof(float);
-  TS_TRY(devices_[last.slot].stream->download({reinterpret_cast<std::byte*>(logits_out.data()), bytes},
-                                              last.exe->buffer(lt.buffer), lt.offset));
+  f.outputs = request.outputs;
+  f.rows = args.n_logit_rows;
+  TS_TRY(queue_results(*prog, f, slot_index, a));
+  f.ticket = next_ticket_++;
+  f.collected = false;
+  return f.ticket;
+}
+
+Expected<StepResult> ModelRunner::collect(StepTicket ticket) {
+  const int slot_index = (int)(ticket % kMaxInFlight);
+  InFlight& f = in_flight_[(size_t)slot_index];
+  if (ticket == 0 || f.ticket != ticket || f.collected)
+    return invalid_argument("runner: ticket " + std::to_string(ticket) + " is not a step in flight");
+  f.collected = true;
   for (DeviceSlot& d : devices_)
-    if (d.stream) TS_TRY(d.stream->synchronize());
+    if (d.stream) TS_TRY(d.done[(size_t)slot_index]->synchronize());
+  StepResult r;
+  const size_t rows = (size_t)f.rows;
+  if (wants(f.outputs, StepOutputs::logits))
+    r.logits = {reinterpret_cast<const float*>(f.logits->host_data()), rows * (size_t)config().vocab_size};
+  if (wants(f.outputs, StepOutputs::tokens)) r.tokens = {reinterpret_cast<const int32_t*>(f.tokens->host_data()), rows};
+  return r;
+}
+
+Status ModelRunner::step(const StepArgs& args, std::span<float> logits_out, std::span<const BlockCopy> block_copies) {
+  const uint64_t vocab = (uint64_t)config().vocab_size;
+  if (logits_out.size() < (uint64_t)std::max(args.n_logit_rows, 0) * vocab) return invalid_argument("step: logits buffer too small");
+  TS_ASSIGN_OR_RETURN(const StepTicket t, submit({args, block_copies, StepOutputs::logits}));
+  TS_ASSIGN_OR_RETURN(const StepResult r, collect(t));
+  std::copy(r.logits.begin(), r.logits.end(), logits_out.begin());
   return Status::ok();
 }
 
@@ -308,6 +515,18 @@ uint64_t ModelRunner::weight_bytes_per_token() const {
 
 size_t ModelRunner::dispatches_per_step() const {
   return (size_t)std::count_if(graph_.nodes.begin(), graph_.nodes.end(), [](const graph::Node& n) { return n.op != OpKind::copy; });
+}
+
+}  // namespace tessera
+
+namespace tessera {
+
+Expected<RunnerWithCache> open_runner(std::shared_ptr<const ModelWeights> weights, const RunnerOptions& options) {
+  RunnerWithCache r;
+  TS_ASSIGN_OR_RETURN(r.runner, ModelRunner::create(std::move(weights), options));
+  TS_ASSIGN_OR_RETURN(r.kv, r.runner->create_kv_cache());
+  TS_TRY(r.runner->attach(*r.kv));
+  return r;
 }
 
 }  // namespace tessera

@@ -1,8 +1,19 @@
 #pragma once
-// One model on one device: weights imported once, per-layer KV pools
-// allocated once, and a compiled Executable per shape bucket (compiled on
-// first use, then replayed). step() runs one batch of tokens and returns the
-// requested rows of logits.
+// One model on its devices: weights imported once, and one compiled Executable
+// per shape bucket (tokens, context), all compiled when a KV cache is attached
+// (warm-up), so a bucket that cannot compile fails at open, not mid-generation.
+// The KV cache is not the runner's: it makes one (create_kv_cache) for whoever
+// schedules sequences, and reads it (attach) to bind its pools.
+//
+// A step is submit() then collect(): submit checks the step, runs the block
+// copies it asks for, queues every part's work on its device's stream with
+// the step's arrays copied into the executable's step inputs, and queues the
+// download of what the step returns into pinned host memory; it returns a
+// ticket before the device is done (on a GPU). Up to kMaxInFlight steps may be
+// in flight, so the host prepares step N+1 while step N runs; collect(ticket)
+// waits for that step and hands back its logit rows or its greedy tokens
+// (sampled on the device, when the runner was built with sample_on_device).
+#include <array>
 #include <map>
 #include <memory>
 #include <span>
@@ -11,7 +22,7 @@
 
 #include "core/hal/backend.h"
 #include "core/status.h"
-#include "engine/kv/block_manager.h"
+#include "engine/kv/kv_cache.h"
 #include "engine/models/model_weights.h"
 #include "engine/runtime/llama_graph.h"
 #include "graph/ir.h"
@@ -26,6 +37,12 @@ struct RunnerOptions {
   int32_t max_context = 0;         // 0: the model's context length, at most kDefaultContextCap
   int32_t max_seqs = 1;            // sequences one step may carry
   int32_t max_prefill_tokens = 256;
+  // Bytes of K/V pools (every layer) to allocate; 0: enough for max_seqs
+  // sequences of the whole context. Less than one such sequence is refused.
+  uint64_t kv_cache_bytes = 0;
+  // Add the greedy token of each logit row to the graph (argmax on the
+  // device), so a step can return R ids rather than R x vocab floats.
+  bool sample_on_device = false;
   // When the backend cannot run a node: false runs that node on the CPU,
   // with copies between the devices, and reports it (placement_notes); true refuses.
   bool strict = false;
@@ -42,14 +59,51 @@ struct RunnerOptions {
   static constexpr int32_t kDefaultContextCap = 4096;
 };
 
+// What a step returns.
+enum class StepOutputs : uint8_t {
+  logits = 1,  // n_logit_rows x vocab floats
+  tokens = 2,  // n_logit_rows greedy ids, chosen on the device (RunnerOptions::sample_on_device)
+  both = 3,
+};
+
+struct StepRequest {
+  StepArgs args;  // block_tables rows max_blocks_per_seq() apart
+  // KV blocks to copy (in every layer's pools) before the step writes: the
+  // BlockManager's copy-on-write instructions from reserve().
+  std::span<const BlockCopy> block_copies;
+  StepOutputs outputs = StepOutputs::logits;
+};
+
+using StepTicket = uint64_t;
+
+// A collected step's results: views into the runner's pinned memory, valid
+// until kMaxInFlight more steps have been submitted.
+struct StepResult {
+  std::span<const float> logits;    // n_logit_rows x vocab, when asked for
+  std::span<const int32_t> tokens;  // n_logit_rows, when asked for
+};
+
 class ModelRunner {
  public:
+  static constexpr int kMaxInFlight = 2;
+
+  // Opens the devices, builds and places the graph for the KV cache the
+  // options size, and imports the weights. Nothing is compiled until attach().
   static Expected<std::unique_ptr<ModelRunner>> create(std::shared_ptr<const ModelWeights> weights,
                                                        const RunnerOptions& options);
+  ~ModelRunner();
 
-  // Runs one step; logits_out receives n_logit_rows * vocab floats.
-  // args.block_tables rows are max_blocks_per_seq() apart.
-  Status step(const StepArgs& args, std::span<float> logits_out);
+  // The K/V pools, each on the device its nodes were placed on, sized as the
+  // graph was built; the caller owns the cache and must keep the runner alive
+  // while it lives (its pools are memory of the runner's devices).
+  Expected<std::unique_ptr<KvCache>> create_kv_cache();
+  // Binds the cache's pools and compiles every shape bucket. Once, before any step.
+  Status attach(KvCache& kv);
+
+  Expected<StepTicket> submit(const StepRequest& request);
+  Expected<StepResult> collect(StepTicket ticket);
+  // submit + collect, copying the logit rows into logits_out (n_logit_rows * vocab).
+  Status step(const StepArgs& args, std::span<float> logits_out, std::span<const BlockCopy> block_copies = {});
 
   const ModelWeights& weights() const { return *weights_; }
   const LlamaConfig& config() const { return weights_->config; }
@@ -57,22 +111,27 @@ class ModelRunner {
   // The asked-for backend's device (the CPU may run some nodes too: placement_notes).
   const DeviceInfo& device_info() const { return devices_[0].device->info(); }
   Device& device() { return *devices_[0].device; }
-  BlockManager& blocks() { return blocks_; }
+  const KvCacheSpec& kv_spec() const { return kv_spec_; }
+  KvCache* kv_cache() const { return kv_; }
+  bool samples_on_device() const { return options_.sample_on_device; }
   int32_t max_context() const { return max_context_; }
   int32_t max_tokens_per_step() const { return options_.max_prefill_tokens; }
+  int32_t max_seqs() const { return options_.max_seqs; }
   int32_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
   // Bytes of weights a decode step reads (every matmul weight once, plus one embedding row).
   uint64_t weight_bytes_per_token() const;
-  // The plan a step of n_tokens reaching `context` positions runs (compiled
-  // on demand; 0: the full context): its first part's, when placement split it.
+  // The plan a step of n_tokens reaching `context` positions runs (0: the
+  // full context): its first part's, when placement split it.
   Expected<const Plan*> plan_for(int32_t n_tokens, int32_t context = 0);
   // Kernel dispatches a step makes (placement's copies are not dispatches).
   size_t dispatches_per_step() const;
   // One line per node that runs on the CPU instead of the asked-for backend,
   // then a summary line; empty when the whole model runs where asked.
   const std::vector<std::string>& placement_notes() const { return placement_notes_; }
-  // The shape buckets compiled so far (tokens, context).
+  // The shape buckets compiled (tokens, context).
   std::vector<std::pair<int32_t, int32_t>> compiled_buckets() const;
+  // Bytes of activation arenas held: one per part of the placed graph, shared by every bucket.
+  uint64_t arena_bytes() const;
 
  private:
   // One device the step runs on: [0] the asked-for backend, then the CPU when placement put nodes there.
@@ -80,10 +139,13 @@ class ModelRunner {
     std::string backend;
     std::unique_ptr<Device> device;
     std::unique_ptr<Stream> stream;
-    std::map<std::string, std::unique_ptr<Buffer>> bound;  // weights and KV pools by name
+    std::unique_ptr<Event> moved;  // recorded after a value leaves this device for another
+    std::array<std::unique_ptr<Event>, kMaxInFlight> done;  // per in-flight slot: the step's work here
+    std::map<std::string, std::unique_ptr<Buffer>> bound;  // weights by name
   };
   // One part of the placed graph (graph/partition.h), compiled for one bucket.
   struct PartExecutable {
+    size_t part = 0;
     size_t slot = 0;
     std::unique_ptr<Executable> exe;
     struct Input {
@@ -92,41 +154,73 @@ class ModelRunner {
       PlanTensor src;       // where an earlier part left the bytes
     };
     std::vector<Input> inputs;
-    std::vector<std::unique_ptr<Buffer>> transfers;  // bound to the transfer buffers
   };
   struct BucketProgram {
     ShapeBucket bucket;
     std::vector<PartExecutable> parts;
-    size_t logits_part = 0;
+  };
+  // Buffers every bucket of one part shares: its arena and its transfer inputs.
+  struct PartBuffers {
+    std::unique_ptr<Buffer> arena;
+    std::map<std::string, std::unique_ptr<Buffer>> transfers;
+  };
+  // Pinned host memory a step's results land in, per in-flight slot.
+  struct InFlight {
+    StepTicket ticket = 0;  // 0: free
+    bool collected = true;
+    int32_t rows = 0;
+    StepOutputs outputs = StepOutputs::logits;
+    std::unique_ptr<Buffer> logits, tokens;  // host_staging of the device that makes each
   };
 
-  ModelRunner(std::shared_ptr<const ModelWeights> w, const RunnerOptions& o, BlockManagerConfig bm)
-      : weights_(std::move(w)), options_(o), blocks_(bm) {}
+  ModelRunner(std::shared_ptr<const ModelWeights> w, const RunnerOptions& o) : weights_(std::move(w)), options_(o) {}
   Status place_and_bind();
+  Status compile_buckets();
+  std::vector<std::pair<int32_t, int32_t>> bucket_keys() const;
+  std::pair<int32_t, int32_t> bucket_for(int32_t n_tokens, int32_t context) const;
   Expected<BucketProgram*> program_for(int32_t n_tokens, int32_t context);
+  DeviceSlot& slot_of(const std::string& backend);
   Status move_input(const BucketProgram& prog, const PartExecutable& part, const PartExecutable::Input& in,
                     const StepArgs& args);
+  Status run_block_copies(std::span<const BlockCopy> copies);
+  Status queue_results(const BucketProgram& prog, InFlight& f, int slot_index, const StepArgs& args);
 
   std::shared_ptr<const ModelWeights> weights_;
   RunnerOptions options_;
   std::vector<DeviceSlot> devices_;
   graph::Graph graph_;
   std::vector<graph::GraphPart> parts_;
-  BlockManager blocks_;
+  KvCacheSpec kv_spec_;
+  KvCache* kv_ = nullptr;
   int32_t max_context_ = 0;
   int32_t max_blocks_per_seq_ = 0;
   std::map<std::pair<int32_t, int32_t>, BucketProgram> programs_;  // by (tokens, context) bucket
+  std::vector<PartBuffers> part_buffers_;                        // by part
+  std::array<InFlight, kMaxInFlight> in_flight_;
+  StepTicket next_ticket_ = 1;
   std::vector<std::string> placement_notes_;
   // Weights the passes packed (pack=concat_rows in the IR) and constants they
   // folded (recipe=rope_table), made once here and imported by each device
   // that reads them; a device may keep pointing
   // at them (the CPU imports in place).
   std::map<std::string, std::vector<std::byte>> packed_weights_;
-  std::vector<std::byte> staging_;        // transfers between two devices without host memory
+  std::vector<std::byte> staging_;            // transfers between two devices without host memory
   std::vector<int32_t> block_table_scratch_;  // block tables at a context bucket's row stride
 };
 
 // Opens `backend` device `index` from the registry (built-ins registered first).
 Expected<std::unique_ptr<Device>> open_device(const std::string& backend, int index);
+
+}  // namespace tessera
+
+namespace tessera {
+
+// A runner with its KV cache made and attached: what one process serving its
+// own sequences needs. The cache is declared second, so it goes first.
+struct RunnerWithCache {
+  std::unique_ptr<ModelRunner> runner;
+  std::unique_ptr<KvCache> kv;
+};
+Expected<RunnerWithCache> open_runner(std::shared_ptr<const ModelWeights> weights, const RunnerOptions& options);
 
 }  // namespace tessera

@@ -13,15 +13,58 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-Expected<std::unique_ptr<Session>> Session::create(ModelRunner& runner) {
+Expected<std::unique_ptr<Session>> Session::create(ModelRunner& runner, KvCache& kv) {
   const SeqId id = g_next_seq++;
-  TS_TRY(runner.blocks().add_sequence(id));
-  return std::unique_ptr<Session>(new Session(runner, id));
+  TS_TRY(kv.blocks().add_sequence(id));
+  return std::unique_ptr<Session>(new Session(runner, kv, id));
 }
 
-Session::~Session() { runner_.blocks().release(id_); }
+Session::~Session() {
+  // A chunk still in flight writes into blocks about to be freed: wait for it.
+  for (Chunk& c : chunks_)
+    if (c.ticket) (void)runner_.collect(c.ticket);
+  kv_.blocks().release(id_);
+}
+
+Expected<std::unique_ptr<Session>> Session::fork() const {
+  const SeqId id = g_next_seq++;
+  TS_TRY(kv_.blocks().fork(id_, id));
+  std::unique_ptr<Session> s(new Session(runner_, kv_, id));
+  s->position_ = position_;
+  s->greedy_token_ = greedy_token_;
+  s->last_logits_ = last_logits_;
+  return s;
+}
 
 Status Session::feed(std::span<const int32_t> tokens, bool want_all) {
+  return run(tokens, want_all ? Want::all_logits : Want::last_logits);
+}
+
+Status Session::feed_greedy(std::span<const int32_t> tokens) {
+  if (!runner_.samples_on_device()) return invalid_argument("feed_greedy: the runner does not sample on the device");
+  return run(tokens, Want::greedy_token);
+}
+
+Status Session::collect(Chunk& c, Want want, bool last, size_t total) {
+  const StepTicket t = c.ticket;
+  c.ticket = 0;
+  TS_ASSIGN_OR_RETURN(const StepResult r, runner_.collect(t));
+  const size_t vocab = (size_t)runner_.config().vocab_size;
+  if (want == Want::all_logits) {
+    if (all_logits_.size() != total * vocab) all_logits_.assign(total * vocab, 0.0f);
+    std::copy(r.logits.begin(), r.logits.end(), all_logits_.begin() + (ptrdiff_t)(c.start * vocab));
+  }
+  if (!last) return Status::ok();
+  if (want == Want::greedy_token) {
+    greedy_token_ = r.tokens.back();
+    last_logits_.clear();
+  } else {
+    last_logits_.assign(r.logits.end() - (ptrdiff_t)vocab, r.logits.end());
+  }
+  return Status::ok();
+}
+
+Status Session::run(std::span<const int32_t> tokens, Want want) {
   const LlamaConfig& c = runner_.config();
   if (tokens.empty()) return invalid_argument("feed: no tokens");
   for (size_t i = 0; i < tokens.size(); ++i)
@@ -32,60 +75,85 @@ Status Session::feed(std::span<const int32_t> tokens, bool want_all) {
   if (end > runner_.max_context())
     return out_of_range(std::to_string(position_) + " tokens in context plus " + std::to_string(tokens.size()) +
                         " new exceed the context length " + std::to_string(runner_.max_context()));
-  BlockManager& bm = runner_.blocks();
+  BlockManager& bm = kv_.blocks();
   const int32_t before = bm.length(id_);
-  TS_TRY(bm.reserve(id_, (int32_t)end));
+  copies_.clear();
+  TS_TRY(bm.reserve(id_, (int32_t)end, &copies_));
 
-  const int32_t vocab = c.vocab_size;
-  const int32_t chunk = runner_.max_tokens_per_step();
-  if (want_all) all_logits_.assign(tokens.size() * (size_t)vocab, 0.0f);
-  block_table_.assign((size_t)runner_.max_blocks_per_seq(), 0);
-  int32_t pos = position_;
-  for (size_t start = 0; start < tokens.size(); start += (size_t)chunk) {
-    const int32_t n = (int32_t)std::min<size_t>((size_t)chunk, tokens.size() - start);
-    positions_.resize((size_t)n);
-    slots_.resize((size_t)n);
-    for (int32_t i = 0; i < n; ++i) {
-      positions_[(size_t)i] = pos + i;
-      slots_[(size_t)i] = bm.slot(id_, pos + i);
-    }
-    const bool last_chunk = start + (size_t)n == tokens.size();
-    rows_.clear();
-    if (want_all) {
-      for (int32_t i = 0; i < n; ++i) rows_.push_back(i);
-    } else if (last_chunk) {
-      rows_.push_back(n - 1);
-    }
-    auto table = bm.block_table(id_);
-    std::copy(table.begin(), table.end(), block_table_.begin());
-    const int32_t query_start[2] = {0, n};
-    const int32_t seq_len = pos + n;
-    StepArgs a;
-    a.token_ids = tokens.data() + start;
-    a.positions = positions_.data();
-    a.slot_mapping = slots_.data();
-    a.n_tokens = n;
-    a.query_start = query_start;
-    a.seq_lens = &seq_len;
-    a.block_tables = block_table_.data();
-    a.n_seqs = 1;
-    a.logit_rows = rows_.data();
-    a.n_logit_rows = (int32_t)rows_.size();
-    chunk_logits_.resize(rows_.size() * (size_t)vocab);
-    Status st = runner_.step(a, chunk_logits_);
-    if (!st.is_ok()) {
-      // Give back what this call reserved: the sequence is as it was.
-      if (before == 0) {
-        bm.release(id_);
-        (void)bm.add_sequence(id_);
+  const int32_t step_tokens = runner_.max_tokens_per_step();
+  const size_t n_chunks = (tokens.size() + (size_t)step_tokens - 1) / (size_t)step_tokens;
+  Status st;
+  size_t submitted = 0, collected = 0;
+  // Chunks go in order, at most kMaxInFlight at once: the host fills chunk
+  // k+1's arrays while chunk k runs.
+  while (collected < n_chunks && st.is_ok()) {
+    if (submitted < n_chunks && submitted - collected < (size_t)ModelRunner::kMaxInFlight) {
+      Chunk& ch = chunks_[submitted % ModelRunner::kMaxInFlight];
+      ch.start = submitted * (size_t)step_tokens;
+      const int32_t n = (int32_t)std::min<size_t>((size_t)step_tokens, tokens.size() - ch.start);
+      const int32_t pos = position_ + (int32_t)ch.start;
+      const bool last = submitted + 1 == n_chunks;
+      ch.positions.resize((size_t)n);
+      ch.slots.resize((size_t)n);
+      for (int32_t i = 0; i < n; ++i) {
+        ch.positions[(size_t)i] = pos + i;
+        ch.slots[(size_t)i] = bm.slot(id_, pos + i);
       }
-      return st;
+      ch.rows.clear();
+      if (want == Want::all_logits) {
+        for (int32_t i = 0; i < n; ++i) ch.rows.push_back(i);
+      } else if (last) {
+        ch.rows.push_back(n - 1);
+      }
+      const auto table = bm.block_table(id_);
+      ch.block_table.assign((size_t)runner_.max_blocks_per_seq(), 0);
+      std::copy(table.begin(), table.end(), ch.block_table.begin());
+      ch.query_start[1] = n;
+      ch.seq_len = pos + n;
+      StepRequest req;
+      StepArgs& a = req.args;
+      a.token_ids = tokens.data() + ch.start;
+      a.positions = ch.positions.data();
+      a.slot_mapping = ch.slots.data();
+      a.n_tokens = n;
+      a.query_start = ch.query_start;
+      a.seq_lens = &ch.seq_len;
+      a.block_tables = ch.block_table.data();
+      a.n_seqs = 1;
+      a.logit_rows = ch.rows.data();
+      a.n_logit_rows = (int32_t)ch.rows.size();
+      // Copy-on-write goes before the first chunk writes.
+      if (submitted == 0) req.block_copies = copies_;
+      req.outputs = want == Want::greedy_token && last ? StepOutputs::tokens : StepOutputs::logits;
+      auto t = runner_.submit(req);
+      if (!t) {
+        st = t.status();
+        break;
+      }
+      ch.ticket = *t;
+      ++submitted;
+      continue;
     }
-    if (want_all) std::copy(chunk_logits_.begin(), chunk_logits_.end(), all_logits_.begin() + (int64_t)start * vocab);
-    if (last_chunk) last_logits_.assign(chunk_logits_.end() - vocab, chunk_logits_.end());
-    pos += n;
+    Chunk& ch = chunks_[collected % ModelRunner::kMaxInFlight];
+    st = collect(ch, want, collected + 1 == n_chunks, tokens.size());
+    ++collected;
   }
-  position_ = pos;
+  // On failure: collect what is still in flight, and give back what this call reserved.
+  for (Chunk& ch : chunks_)
+    if (ch.ticket) {
+      (void)runner_.collect(ch.ticket);
+      ch.ticket = 0;
+    }
+  if (!st.is_ok()) {
+    if (before == 0) {
+      bm.release(id_);
+      (void)bm.add_sequence(id_);
+    } else {
+      (void)bm.truncate(id_, before);
+    }
+    return st;
+  }
+  position_ = (int32_t)end;
   return Status::ok();
 }
 
@@ -98,7 +166,11 @@ Expected<GenerateResult> generate(Session& s, std::span<const int32_t> prompt, c
   const auto t0 = std::chrono::steady_clock::now();
   const size_t fed = std::min<size_t>(prompt.size(), (size_t)o.steps);
   r.ids.assign(prompt.begin(), prompt.begin() + (int64_t)std::min(prompt.size(), fed + 1));
-  TS_TRY(s.feed(prompt.first(fed)));
+  // Greedy decoding with a runner that samples on the device: each step hands
+  // back one id instead of the vocabulary's logits.
+  const bool device_greedy = o.sampler.temperature == 0.0f && s.runner().samples_on_device();
+  auto feed = [&](std::span<const int32_t> t) { return device_greedy ? s.feed_greedy(t) : s.feed(t); };
+  TS_TRY(feed(prompt.first(fed)));
   r.metrics.prompt_tokens = (int64_t)fed;
   r.metrics.prefill_ms = ms_since(t0);
   if (fed < prompt.size()) return r;  // -n ended inside the prompt
@@ -109,8 +181,11 @@ Expected<GenerateResult> generate(Session& s, std::span<const int32_t> prompt, c
   std::vector<float> logits;
   int32_t passes = (int32_t)fed;
   for (;;) {
-    logits.assign(s.logits().begin(), s.logits().end());
-    const int32_t next = sampler.sample(logits);
+    int32_t next = s.greedy_token();
+    if (!device_greedy) {
+      logits.assign(s.logits().begin(), s.logits().end());
+      next = sampler.sample(logits);
+    }
     if (r.metrics.generated_tokens == 0) r.metrics.ttft_ms = ms_since(t0);
     if ((o.stop_at_bos && next == bos) || (o.stop_at_eos && next == eos)) break;
     r.ids.push_back(next);
@@ -118,7 +193,7 @@ Expected<GenerateResult> generate(Session& s, std::span<const int32_t> prompt, c
     if (on_token && !on_token(next)) break;
     if (passes >= o.steps) break;
     const auto t_step = std::chrono::steady_clock::now();
-    TS_TRY(s.feed(std::span<const int32_t>(&r.ids.back(), 1)));
+    TS_TRY(feed(std::span<const int32_t>(&r.ids.back(), 1)));
     r.metrics.decode_ms += ms_since(t_step);
     ++r.metrics.decode_steps;
     ++passes;

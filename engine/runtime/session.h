@@ -15,28 +15,54 @@ namespace tessera {
 
 class Session {
  public:
-  static Expected<std::unique_ptr<Session>> create(ModelRunner& runner);
+  static Expected<std::unique_ptr<Session>> create(ModelRunner& runner, KvCache& kv);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   // Runs the tokens at the next positions (in chunks of at most the runner's
-  // step size). Afterwards logits() is the last token's; with all_logits,
-  // all_logits() holds one row per token fed. On error the position is
-  // unchanged (KV blocks already reserved stay with the session until it ends).
+  // step size, up to two in flight). Afterwards logits() is the last token's;
+  // with all_logits, all_logits() holds one row per token fed. On error the
+  // position is unchanged (KV blocks already reserved stay with the session
+  // until it ends).
   Status feed(std::span<const int32_t> tokens, bool all_logits = false);
+  // As feed, but the last token's greedy next token is chosen on the device and
+  // only it comes back (greedy_token()); logits() is left empty. Needs a runner
+  // built with sample_on_device.
+  Status feed_greedy(std::span<const int32_t> tokens);
+  // A second sequence sharing this one's KV blocks and position: what either
+  // writes next into a shared block is copied first (copy-on-write, run on the device).
+  Expected<std::unique_ptr<Session>> fork() const;
   std::span<const float> logits() const { return last_logits_; }
   const std::vector<float>& all_logits() const { return all_logits_; }
+  int32_t greedy_token() const { return greedy_token_; }
   int32_t position() const { return position_; }
+  SeqId id() const { return id_; }
   ModelRunner& runner() { return runner_; }
+  KvCache& kv() { return kv_; }
 
  private:
-  Session(ModelRunner& r, SeqId id) : runner_(r), id_(id) {}
+  enum class Want { last_logits, all_logits, greedy_token };
+  Session(ModelRunner& r, KvCache& kv, SeqId id) : runner_(r), kv_(kv), id_(id) {}
+  Status run(std::span<const int32_t> tokens, Want want);
+  // One chunk's step arrays, kept alive while it is in flight.
+  struct Chunk {
+    std::vector<int32_t> positions, slots, rows, block_table;
+    int32_t query_start[2] = {0, 0};
+    int32_t seq_len = 0;
+    size_t start = 0;
+    StepTicket ticket = 0;
+  };
+  Status collect(Chunk& c, Want want, bool last, size_t total);
+
   ModelRunner& runner_;
+  KvCache& kv_;
   SeqId id_;
   int32_t position_ = 0;
-  std::vector<float> last_logits_, all_logits_, chunk_logits_;
-  std::vector<int32_t> positions_, slots_, rows_, block_table_;
+  int32_t greedy_token_ = -1;
+  std::vector<float> last_logits_, all_logits_;
+  std::vector<BlockCopy> copies_;
+  Chunk chunks_[ModelRunner::kMaxInFlight];
 };
 
 struct GenerateOptions {

@@ -17,6 +17,7 @@
 
 namespace tessera {
 
+class KvCache;
 class ModelRunner;
 class Session;
 class Tokenizer;
@@ -83,12 +84,14 @@ class Model {
 
   Expected<std::unique_ptr<Generation>> start(const SamplerParams& sampler = {});
   ModelRunner& runner() { return *runner_; }
+  KvCache& kv_cache() { return *kv_; }
 
  private:
   Model() = default;
   std::shared_ptr<const ModelWeights> weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<KvCache> kv_;  // after the runner: its pools are the runner's devices' memory
 };
 
 // Every backend and device this process can see.

@@ -74,7 +74,7 @@ TEST_CASE("stories260K logits match run.c within 1e-4 relative when the 48 token
   const auto ref = reference_logits();
   const auto ids = fed_ids();
   auto model = open_model(shared_path("models/stories260K.bin"));
-  auto session = tessera::Session::create(model->runner());
+  auto session = tessera::Session::create(model->runner(), model->kv_cache());
   REQUIRE(session.has_value());
   REQUIRE((*session)->feed(ids, /*all_logits=*/true).is_ok());
   const auto& all = (*session)->all_logits();

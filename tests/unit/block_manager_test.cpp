@@ -222,3 +222,64 @@ TEST_CASE("blocks_for rounds up to whole blocks") {
   CHECK(bm.block_size() == 16);
   CHECK(bm.num_blocks() == 1);
 }
+
+TEST_CASE("truncate drops the blocks past the kept tokens, keeps shared ones for the others, and refuses bad counts") {
+  BlockManager bm({.num_blocks = 8, .block_size = 4});
+  REQUIRE(bm.add_sequence(1).is_ok());
+  REQUIRE(bm.reserve(1, 14).is_ok());  // blocks 0..3
+  REQUIRE(bm.fork(1, 2).is_ok());
+  REQUIRE(bm.truncate(2, 5).is_ok());  // keeps blocks 0 and 1, both still shared with 1
+  CHECK(bm.length(2) == 5);
+  CHECK(bm.block_table(2).size() == 2);
+  CHECK(bm.free_blocks() == 4);        // 2 and 3 are still held by sequence 1
+  CHECK(bm.ref_count(1) == 2);
+  CHECK(bm.slot(2, 4) == bm.slot(1, 4));
+  CHECK(bm.slot(2, 5) == -1);
+  // Writing past the kept tokens lands in the shared block 1: copy-on-write.
+  std::vector<BlockCopy> copies;
+  REQUIRE(bm.reserve(2, 7, &copies).is_ok());
+  REQUIRE(copies.size() == 1);
+  CHECK(copies[0].src == bm.block_table(1)[1]);
+  CHECK(bm.ref_count(copies[0].src) == 1);
+  check_invariants(bm, {1, 2});
+  // Truncating the sole holder frees its blocks; to 0 keeps the sequence, empty.
+  REQUIRE(bm.truncate(1, 0).is_ok());
+  CHECK(bm.block_table(1).empty());
+  check_invariants(bm, {1, 2});
+  CHECK(bm.truncate(2, 8).code() == StatusCode::invalid_argument);
+  CHECK(bm.truncate(2, -1).code() == StatusCode::invalid_argument);
+  CHECK(bm.truncate(99, 0).code() == StatusCode::not_found);
+  check_invariants(bm, {1, 2});
+}
+
+TEST_CASE("random reserve, fork, truncate and release keep every ref count equal to the tables that hold it") {
+  tessera::testing::Rng rng(202);
+  BlockManager bm({.num_blocks = 40, .block_size = 8});
+  std::set<SeqId> live;
+  SeqId next = 0;
+  for (int step = 0; step < 2000; ++step) {
+    const int op = rng.integer(0, 7);
+    if (live.empty() || op == 0) {
+      REQUIRE(bm.add_sequence(next).is_ok());
+      live.insert(next++);
+      continue;
+    }
+    auto it = live.begin();
+    std::advance(it, rng.integer(0, (int32_t)live.size() - 1));
+    const SeqId id = *it;
+    std::vector<BlockCopy> copies;
+    if (op <= 3) {
+      const tessera::Status s = bm.reserve(id, bm.length(id) + rng.integer(0, 20), &copies);
+      REQUIRE((s.is_ok() || s.code() == StatusCode::resource_exhausted));
+    } else if (op == 4) {
+      REQUIRE(bm.fork(id, next).is_ok());
+      live.insert(next++);
+    } else if (op == 5) {
+      REQUIRE(bm.truncate(id, rng.integer(0, bm.length(id))).is_ok());
+    } else {
+      bm.release(id);
+      live.erase(id);
+    }
+    check_invariants(bm, live);
+  }
+}

@@ -37,6 +37,9 @@ nlohmann::json to_json(const BenchReport& r) {
       {"decode_tok_s", r.decode_tok_s},
       {"ttft_ms", r.ttft_ms},
       {"tpot_ms", r.tpot_ms},
+      {"decode_tok_s_serial", r.decode_tok_s_serial},
+      {"host_gap_us", r.host_gap_us},
+      {"host_gap_serial_us", r.host_gap_serial_us},
       {"bytes_per_token", r.bytes_per_token},
       {"read_GBps", r.read_GBps()},
       {"read_GBps_before", r.read_GBps_before},
@@ -94,7 +97,9 @@ int bench_main() {
     std::printf("device          %s [%s, %s kernels]\n", r.device.name.c_str(), r.device.backend.c_str(), r.device.kernel_isa.c_str());
     std::printf("model           %s (%s, %.2f GB)\n", r.model.c_str(), r.weight_type.c_str(), r.weight_bytes / 1e9);
     std::printf("prefill         %8.1f tok/s  (%d tokens)\n", r.prefill_tok_s, r.prompt_tokens);
-    std::printf("decode          %8.2f tok/s  (median of %d steps)\n", r.decode_tok_s, r.gen_tokens - 1);
+    std::printf("decode          %8.2f tok/s  (median of 2 x %d steps; serial loop %.2f tok/s, alternating)\n", r.decode_tok_s,
+                r.gen_tokens - 1, r.decode_tok_s_serial);
+    std::printf("host gap        %8.1f us between steps (serial loop %.1f us)\n", r.host_gap_us, r.host_gap_serial_us);
     std::printf("TTFT            %8.1f ms\n", r.ttft_ms);
     std::printf("TPOT            %8.2f ms\n", r.tpot_ms);
     std::printf("bytes/token     %8.1f MB\n", r.bytes_per_token / 1e6);
