@@ -179,6 +179,48 @@ TEST_CASE("vulkan: stories260K logits match run.c within 1e-4 relative, token by
   CHECK(prefill <= 1e-4);
 }
 
+// Copy-on-write runs on the device: a fork sharing a partly filled block
+// writes its own token there only after Stream::copy_blocks duplicated the
+// block; both sequences then continue as two independent runs do.
+TEST_CASE("vulkan: a forked sequence diverging in a shared partial block gives the ids of two independent runs") {
+  if (vulkan_skipped()) return;
+  require_vulkan_device();
+  auto model = open_model(shared_path("models/stories260K.bin"), "vulkan");
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  std::vector<int32_t> prompt(cases[0].full_ids.begin(), cases[0].full_ids.begin() + 21);
+  std::vector<int32_t> prompt_b = prompt;
+  prompt_b.push_back(42);
+  const int32_t steps = 12;
+  auto independent = [&](const std::vector<int32_t>& p) {
+    auto s = tessera::Session::create(model->runner(), model->kv_cache());
+    REQUIRE(s.has_value());
+    REQUIRE((*s)->feed_greedy(p).is_ok());
+    std::vector<int32_t> out = {(*s)->greedy_token()};
+    while ((int32_t)out.size() < steps) {
+      REQUIRE((*s)->feed_greedy(std::span<const int32_t>(&out.back(), 1)).is_ok());
+      out.push_back((*s)->greedy_token());
+    }
+    return out;
+  };
+  const auto want_a = independent(prompt), want_b = independent(prompt_b);
+  CHECK(std::equal(want_a.begin(), want_a.end(), cases[0].full_ids.begin() + 21));  // run.c's continuation
+  auto parent = tessera::Session::create(model->runner(), model->kv_cache());
+  REQUIRE(parent.has_value());
+  REQUIRE((*parent)->feed_greedy(prompt).is_ok());
+  auto child = (*parent)->fork();
+  REQUIRE(child.has_value());
+  REQUIRE((*child)->feed_greedy(std::span<const int32_t>(&prompt_b.back(), 1)).is_ok());
+  std::vector<int32_t> got_a = {(*parent)->greedy_token()}, got_b = {(*child)->greedy_token()};
+  while ((int32_t)got_a.size() < steps) {
+    REQUIRE((*parent)->feed_greedy(std::span<const int32_t>(&got_a.back(), 1)).is_ok());
+    got_a.push_back((*parent)->greedy_token());
+    REQUIRE((*child)->feed_greedy(std::span<const int32_t>(&got_b.back(), 1)).is_ok());
+    got_b.push_back((*child)->greedy_token());
+  }
+  CHECK(got_a == want_a);
+  CHECK(got_b == want_b);
+}
+
 // With f16 weights both backends widen every weight to f32 exactly and
 // compute in f32, so they differ only in summation order: the logits agree
 // to float rounding, far inside the f16 quantization error itself (~0.3% of
