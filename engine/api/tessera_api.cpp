@@ -44,7 +44,9 @@ Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
 }
 
 Model::~Model() {
-  kv_.reset();  // before the runner whose devices hold its pools
+  // The cache goes before the runner whose devices hold its pools, once no queued work reads them.
+  if (runner_) (void)runner_->synchronize();
+  kv_.reset();
 }
 
 const LlamaConfig& Model::config() const { return weights_->config; }

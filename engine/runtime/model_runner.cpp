@@ -58,6 +58,12 @@ ModelRunner::~ModelRunner() {
     if (d.stream) (void)d.stream->synchronize();
 }
 
+Status ModelRunner::synchronize() {
+  for (DeviceSlot& d : devices_)
+    if (d.stream) TS_TRY(d.stream->synchronize());
+  return Status::ok();
+}
+
 ModelRunner::DeviceSlot& ModelRunner::slot_of(const std::string& backend) {
   return *std::find_if(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.backend == backend; });
 }

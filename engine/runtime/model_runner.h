@@ -102,6 +102,8 @@ class ModelRunner {
 
   Expected<StepTicket> submit(const StepRequest& request);
   Expected<StepResult> collect(StepTicket ticket);
+  // Waits for all work queued on every device (before the KV cache's pools go).
+  Status synchronize();
   // submit + collect, copying the logit rows into logits_out (n_logit_rows * vocab).
   Status step(const StepArgs& args, std::span<float> logits_out, std::span<const BlockCopy> block_copies = {});
 
@@ -220,6 +222,13 @@ namespace tessera {
 struct RunnerWithCache {
   std::unique_ptr<ModelRunner> runner;
   std::unique_ptr<KvCache> kv;
+  RunnerWithCache() = default;
+  RunnerWithCache(RunnerWithCache&&) = default;
+  RunnerWithCache& operator=(RunnerWithCache&&) = default;
+  // Queued work may still read the pools: it finishes before they go.
+  ~RunnerWithCache() {
+    if (runner) (void)runner->synchronize();
+  }
 };
 Expected<RunnerWithCache> open_runner(std::shared_ptr<const ModelWeights> weights, const RunnerOptions& options);
 
