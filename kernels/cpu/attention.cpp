@@ -202,10 +202,10 @@ void prefill_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int
 
 }  // namespace
 
-size_t attention_workspace_bytes(const AttentionParams& p, int64_t n_tokens, int64_t max_context, int n_threads) {
-  // Every decode sequence holds one of the n_tokens query tokens.
-  const int64_t partials = max_pieces(n_tokens * p.n_heads, max_context, n_threads) * partial_floats(p);
-  return (size_t)(partials + lane_cap(n_threads) * lane_floats(p)) * sizeof(float);
+size_t attention_workspace_bytes(const AttentionParams& p, const AttentionWorkspaceBounds& b) {
+  const int64_t max_decode = std::max<int64_t>(0, std::min(b.n_tokens, b.n_seqs));
+  const int64_t partials = max_pieces(max_decode * p.n_heads, b.max_context, b.n_threads) * partial_floats(p);
+  return (size_t)(partials + lane_cap(b.n_threads) * lane_floats(p)) * sizeof(float);
 }
 
 int64_t attention_decode_pieces(const AttentionParams& p, int64_t n_decode, int64_t context, int n_threads) {

@@ -113,7 +113,8 @@ void check(const Scenario& sc) {
     CAPTURE(pf->num_threads());
     for_each_isa([&](cpu::Isa) {
       std::vector<float> got(out_size, -777.0f);
-      const size_t ws_bytes = cpu::attention_workspace_bytes(sc.p, sc.n_tokens, max_context(sc), pf->num_threads());
+      const size_t ws_bytes = cpu::attention_workspace_bytes(
+          sc.p, {sc.n_tokens, (int64_t)sc.seqs.size(), max_context(sc), pf->num_threads()});
       AlignedBuffer ws(ws_bytes);
       cpu::paged_attention(sc.args(got.data(), ws.data()), *pf);
       const double err = rel_error(got, want);
