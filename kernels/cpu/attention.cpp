@@ -1,11 +1,12 @@
 // Paged attention, one path per sequence (docs/backends.md, "CPU attention"):
 //
 // * A decode sequence (one query token) is split over its context: each
-//   (sequence, head) is cut into pieces of at least kMinSplitPositions
-//   positions (whole blocks), each piece is one work unit that leaves
-//   (max, sum of exponentials, unnormalized sum of V) in the workspace, and a
-//   second pass merges the pieces. One decode token with a long context thus
-//   keeps every thread busy.
+//   (sequence, KV head) is cut into pieces of at least kMinSplitPositions
+//   positions (whole blocks), each piece is one work unit that leaves, for
+//   every query head of the group, (max, sum of exponentials, unnormalized
+//   sum of V) in the workspace, and a second pass merges the pieces. One
+//   decode token with a long context thus keeps every thread busy, and the
+//   heads of a group share each K/V row they read.
 // * A prefill chunk (several query tokens) is tiled: a unit takes up to
 //   kQueryTile consecutive query tokens of one sequence and every head of one
 //   KV head group, and walks the context block by block, each loaded K/V
@@ -43,14 +44,14 @@ int64_t lane_floats(const AttentionParams& p) {
   return p.block_size + 2 * kQueryTile * (p.n_heads / std::max(1, p.n_kv_heads));
 }
 
-// The most decode pieces a call can produce: each of n_decode * n_heads
-// (sequence, head) pairs gets ceil(lane_cap / pairs) pieces at most, and
+// The most decode pieces a call can produce: each of n_decode * n_kv_heads
+// (sequence, KV head) pairs gets ceil(lane_cap / pairs) pieces at most, and
 // never more than its context holds minimum pieces.
 int64_t max_pieces(int64_t pairs, int64_t max_context, int n_threads) {
   return std::min(pairs + lane_cap(n_threads), pairs * ceil_div(std::max<int64_t>(1, max_context), kMinSplitPositions));
 }
 
-// Per (decode sequence, head, piece): max, sum, then head_dim accumulators.
+// Per (decode sequence, query head, piece): max, sum, then head_dim accumulators.
 int64_t partial_floats(const AttentionParams& p) { return (int64_t)p.head_dim + 2; }
 
 // Pieces per (decode sequence, head) asked for: enough that the call's
@@ -83,11 +84,12 @@ struct Shape {
   }
   int64_t span(int64_t len) const { return piece_span(len, target_pieces, a.p.block_size); }
   int64_t pieces(int64_t len) const { return piece_count(len, target_pieces, a.p.block_size); }
-  // Work units of sequence s: pieces x heads for decode, tiles x KV heads for prefill.
+  // Decode pieces per (sequence, KV head); 0 for a sequence that is not decoding.
+  int64_t decode_pieces(int32_t s) const { return q_len(s) == 1 ? pieces(kv_len(s, a.query_start[s])) : 0; }
+  // Work units of sequence s: pieces or query tiles, times KV heads.
   int64_t units(int32_t s) const {
     const int64_t n = q_len(s);
-    if (n == 1) return pieces(kv_len(s, a.query_start[s])) * a.p.n_heads;
-    return ceil_div(n, kQueryTile) * a.p.n_kv_heads;
+    return (n == 1 ? decode_pieces(s) : ceil_div(n, kQueryTile)) * a.p.n_kv_heads;
   }
 };
 
@@ -125,23 +127,33 @@ void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, in
   }
 }
 
-// Piece `piece` of decode sequence s, head h, into its partial.
-void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int h, int64_t piece, float* partial,
-                  float* scores) {
+// Piece `piece` of decode sequence s for the query heads of KV head g; head
+// h's partial is at partials + (h * n_pieces + piece) * partial_floats.
+void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int g, int64_t piece, int64_t n_pieces,
+                  float* partials, float* scores) {
   const AttentionParams& p = sh.a.p;
   const int64_t t = sh.a.query_start[s];
   const int64_t len = sh.kv_len(s, t);
   const int64_t span = sh.span(len);
   const int32_t* table = sh.a.block_tables + (int64_t)s * sh.a.max_blocks_per_seq;
-  const int64_t head_off = (int64_t)(h / sh.group) * p.head_dim;
-  partial[0] = -INFINITY;
-  partial[1] = 0.0f;
-  std::fill(partial + 2, partial + 2 + p.head_dim, 0.0f);
-  const Row r{sh.a.q + t * sh.q_row + (int64_t)h * p.head_dim, partial + 2, &partial[0], &partial[1]};
+  const int64_t head_off = (int64_t)g * p.head_dim;
+  auto row = [&](int hh) {
+    const int64_t h = (int64_t)g * sh.group + hh;
+    float* partial = partials + (h * n_pieces + piece) * partial_floats(p);
+    return Row{sh.a.q + t * sh.q_row + h * p.head_dim, partial + 2, &partial[0], &partial[1]};
+  };
+  for (int hh = 0; hh < sh.group; ++hh) {
+    const Row r = row(hh);
+    *r.m = -INFINITY;
+    *r.l = 0.0f;
+    std::fill(r.acc, r.acc + p.head_dim, 0.0f);
+  }
   const int64_t end = std::min(len, (piece + 1) * span);
-  for (int64_t j0 = piece * span; j0 < end; j0 += p.block_size)
-    fold_block(sh, isa, r, (int64_t)table[j0 / p.block_size] * p.block_size, head_off,
-               std::min<int64_t>(p.block_size, end - j0), scores);
+  for (int64_t j0 = piece * span; j0 < end; j0 += p.block_size) {
+    const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
+    for (int hh = 0; hh < sh.group; ++hh)
+      fold_block(sh, isa, row(hh), base, head_off, std::min<int64_t>(p.block_size, end - j0), scores);
+  }
 }
 
 // out = sum_p e^(m_p - M) acc_p / sum_p e^(m_p - M) l_p over the pieces.
@@ -204,12 +216,13 @@ void prefill_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int
 
 size_t attention_workspace_bytes(const AttentionParams& p, const AttentionWorkspaceBounds& b) {
   const int64_t max_decode = std::max<int64_t>(0, std::min(b.n_tokens, b.n_seqs));
-  const int64_t partials = max_pieces(max_decode * p.n_heads, b.max_context, b.n_threads) * partial_floats(p);
+  const int64_t group = p.n_heads / std::max(1, p.n_kv_heads);
+  const int64_t partials = max_pieces(max_decode * p.n_kv_heads, b.max_context, b.n_threads) * group * partial_floats(p);
   return (size_t)(partials + lane_cap(b.n_threads) * lane_floats(p)) * sizeof(float);
 }
 
 int64_t attention_decode_pieces(const AttentionParams& p, int64_t n_decode, int64_t context, int n_threads) {
-  return piece_count(context, pieces_target(n_decode * p.n_heads, n_threads), p.block_size);
+  return piece_count(context, pieces_target(n_decode * p.n_kv_heads, n_threads), p.block_size);
 }
 
 void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
@@ -217,7 +230,7 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
   const detail::IsaKernels& isa = detail::active_kernels();
   int64_t n_decode = 0;
   for (int32_t s = 0; s < a.n_seqs; ++s) n_decode += a.query_start[s + 1] - a.query_start[s] == 1;
-  const int64_t pairs = n_decode * p.n_heads;
+  const int64_t pairs = n_decode * p.n_kv_heads;
   const Shape sh{a,
                  p.n_heads / p.n_kv_heads,
                  (int64_t)p.n_heads * p.head_dim,
@@ -228,7 +241,7 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
   int64_t n_units = 0, n_pieces = 0;
   for (int32_t s = 0; s < a.n_seqs; ++s) {
     n_units += sh.units(s);
-    if (sh.q_len(s) == 1) n_pieces += sh.units(s);
+    n_pieces += sh.decode_pieces(s) * p.n_heads;
   }
   if (n_units == 0) return;
   float* const partials = static_cast<float*>(a.workspace);
@@ -236,8 +249,8 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
   const int64_t lanes = std::min(n_units, lane_cap(pf.num_threads()));
 
   // Pass 1: decode pieces and prefill tiles. Lane c takes units c, c + lanes, ...
-  // Units are numbered sequence by sequence; a decode sequence's pieces are
-  // numbered head-major, matching the partials' layout.
+  // Units are numbered sequence by sequence, a decode sequence's KV-head-major;
+  // its partials are query-head-major (see decode_piece).
   const auto units = [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       float* lane = lanes_base + c * lane_floats(p);
@@ -247,20 +260,21 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
         const bool decode = sh.q_len(s) == 1;
         for (int64_t u = (c - first % lanes + lanes) % lanes; u < n; u += lanes) {
           if (decode) {
-            decode_piece(sh, isa, s, (int)(u / (n / p.n_heads)), u % (n / p.n_heads),
-                         partials + (piece_base + u) * partial_floats(p), lane);
+            const int64_t per_kv_head = sh.decode_pieces(s);
+            decode_piece(sh, isa, s, (int)(u / per_kv_head), u % per_kv_head, per_kv_head,
+                         partials + piece_base * partial_floats(p), lane);
           } else {
             const int64_t tile = u / p.n_kv_heads, t0 = a.query_start[s] + tile * kQueryTile;
             prefill_tile(sh, isa, s, t0, std::min(kQueryTile, a.query_start[s + 1] - t0), (int)(u % p.n_kv_heads), lane);
           }
         }
         first += n;
-        if (decode) piece_base += n;
+        piece_base += sh.decode_pieces(s) * p.n_heads;
       }
     }
   };
   detail::parallel_for(pf, lanes, 1, units);
-  if (pairs == 0) return;
+  if (n_decode == 0) return;
 
   // Pass 2: merge each (decode sequence, head)'s pieces into its output row.
   const auto merges = [&](int64_t i0, int64_t i1) {
@@ -268,15 +282,15 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
     for (int32_t s = 0; s < a.n_seqs && pair < i1; ++s) {
       if (sh.q_len(s) != 1) continue;
       const int64_t t = a.query_start[s];
-      const int64_t per_head = sh.units(s) / p.n_heads;
+      const int64_t per_head = sh.decode_pieces(s);
       for (int h = 0; h < p.n_heads; ++h, ++pair)
         if (pair >= i0 && pair < i1)
           merge_pieces(p, partials + (piece_base + h * per_head) * partial_floats(p), per_head,
                        a.out + t * sh.q_row + (int64_t)h * p.head_dim);
-      piece_base += sh.units(s);
+      piece_base += per_head * p.n_heads;
     }
   };
-  detail::parallel_for(pf, pairs, 1, merges);
+  detail::parallel_for(pf, n_decode * p.n_heads, 1, merges);
 }
 
 }  // namespace tessera::kernels::cpu
