@@ -97,7 +97,8 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
     if (d.op == OpKind::paged_attention) {
       const auto& p = std::get<AttentionParams>(d.params);
       exe->block_size_ = p.block_size;
-      scratch = std::max(scratch, k::attention_workspace_bytes(p, max_rows, max_context * p.block_size, pool.num_threads()));
+      scratch = std::max(scratch, k::attention_workspace_bytes(
+                                      p, {max_rows, plan.bucket.max_seqs, max_context * p.block_size, pool.num_threads()}));
       exe->kv_slots_ = std::min(exe->kv_slots_, d.inputs[1].desc.shape[0]);
     }
     if (d.op == OpKind::kv_append) {

@@ -30,11 +30,21 @@ bool matmul_supports(DType w_dtype);  // f32, f16, bf16, q8_0, q4_0, q4_K
 // q8_0/q4_0 quantize the m activation rows to q8 blocks here (a layout
 // private to kernels/cpu); the other dtypes need none (0 bytes).
 size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k);
-// Scores scratch: one region of max_context floats per chunk of (token,
-// head) items, min(n_tokens * n_heads, 4 * n_threads) chunks. max_context
-// must cover every sequence's KV length in the call and n_threads must be
-// at least the num_threads() of the ParallelFor the kernel is given.
-size_t attention_workspace_bytes(const AttentionParams& p, int64_t n_tokens, int64_t max_context, int n_threads);
+// Upper bounds over the paged_attention calls one workspace serves.
+struct AttentionWorkspaceBounds {
+  int64_t n_tokens = 1;     // query tokens in a call
+  int64_t n_seqs = 1;       // sequences in a call
+  int64_t max_context = 1;  // every sequence's KV length
+  int n_threads = 1;        // at least the num_threads() of the ParallelFor given
+};
+// Attention scratch: decode pieces' partial results (each decode sequence
+// holds one query token, so there are at most min(n_tokens, n_seqs)) and
+// one small region per parallel lane (kernels/cpu/attention.cpp).
+size_t attention_workspace_bytes(const AttentionParams& p, const AttentionWorkspaceBounds& b);
+// How many pieces paged_attention splits the context of each decode
+// sequence (one query token) into, when the call holds n_decode of them and
+// runs on n_threads; for tests that must know the split path runs.
+int64_t attention_decode_pieces(const AttentionParams& p, int64_t n_decode, int64_t context, int n_threads);
 
 void embedding(const EmbeddingArgs& a, ParallelFor& pf);
 void rms_norm(const RmsNormArgs& a, ParallelFor& pf);

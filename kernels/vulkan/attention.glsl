@@ -19,7 +19,11 @@ layout(push_constant) uniform Push {
   uint causal;
   uint max_blocks;  // block table row length
   uint num_slots;   // of the smaller pool
-  uint n_splits;    // decode: KV partitions per (token, head)
+  uint n_splits;    // decode: KV partitions per (row, head)
+  // decode: 1 when the split kernels serve every token (row = token), 0 when
+  // they serve only the sequences with one query token (row = the row-th such
+  // sequence) and attention_prefill serves the others.
+  uint split_all_tokens;
 } pc;
 
 const float NEG_BIG = -3.0e38;
@@ -30,6 +34,31 @@ uint seq_of(uint t) {
   for (uint s = 0u; s < n; ++s)
     if (int(t) < query_start[(pc.off[4] >> 2) + s + 1u]) return s;
   return n > 0u ? n - 1u : 0u;
+}
+
+uint query_len(uint s) {
+  return uint(max(query_start[(pc.off[4] >> 2) + s + 1u] - query_start[(pc.off[4] >> 2) + s], 0));
+}
+
+// The token and sequence of row `row` of the split kernels' partials, or
+// false when this step has no such row (see pc.split_all_tokens).
+bool split_row(uint row, out uint t, out uint s) {
+  if (pc.split_all_tokens != 0u) {
+    t = row;
+    s = t < step_params.n_tokens ? seq_of(t) : 0u;
+    return t < step_params.n_tokens;
+  }
+  uint seen = 0u;
+  for (s = 0u; s < step_params.n_seqs; ++s) {
+    if (query_len(s) != 1u) continue;
+    if (seen == row) {
+      t = uint(query_start[(pc.off[4] >> 2) + s]);
+      return t < step_params.n_tokens;
+    }
+    ++seen;
+  }
+  t = 0u;
+  return false;
 }
 
 // How many KV positions token t of sequence s attends to, within the table.

@@ -1,5 +1,5 @@
 // variants: portable
-// Merges attention_split's partitions of one (token, head):
+// Merges attention_split's partitions of one (row, head) into its token's output:
 // out = sum_p e^(m_p - M) acc_p / sum_p e^(m_p - M) l_p, M the largest m_p.
 #version 450
 #include "common.glsl"
@@ -12,12 +12,12 @@ layout(std430, set = 0, binding = 1) readonly buffer Partials { float partials[]
 layout(std430, set = 0, binding = 2) writeonly buffer Out { float y[]; };
 
 void main() {
-  const uint t = gl_WorkGroupID.y, h = gl_WorkGroupID.x;
-  if (t >= step_params.n_tokens) return;
-  const uint s = seq_of(t);
+  const uint row = gl_WorkGroupID.y, h = gl_WorkGroupID.x;
+  uint t, s;
+  if (!split_row(row, t, s)) return;
   const uint len = context_of(t, s);
   const uint used = min((len + SPLIT - 1u) / SPLIT, pc.n_splits);
-  const uint base = (pc.off[0] >> 2) + (t * pc.n_heads + h) * pc.n_splits * (pc.head_dim + 2u);
+  const uint base = (pc.off[0] >> 2) + (row * pc.n_heads + h) * pc.n_splits * (pc.head_dim + 2u);
   float big = NEG_BIG;
   for (uint p = 0u; p < used; ++p) big = max(big, partials[base + p * (pc.head_dim + 2u)]);
   float denom = 0.0;

@@ -1,5 +1,6 @@
 // variants: portable
-// Paged attention for prefill (and any step of many tokens): flash-attention
+// Paged attention for the sequences of a step with several query tokens
+// (prefill chunks; attention_split serves those with one): flash-attention
 // style. A workgroup takes BQ query tokens of one sequence and one head, walks
 // the sequence's KV in tiles of BK positions staged in shared memory, and
 // keeps a running max and sum per query row (online softmax), so scores are
@@ -33,6 +34,7 @@ void main() {
   const uint s = gl_WorkGroupID.z, h = gl_WorkGroupID.y;
   if (s >= step_params.n_seqs) return;
   const uint q_begin = uint(query_start[(pc.off[4] >> 2) + s]), q_end = uint(query_start[(pc.off[4] >> 2) + s + 1u]);
+  if (q_end - q_begin == 1u) return;  // a decode token: attention_split's
   const uint t0 = q_begin + gl_WorkGroupID.x * BQ;
   if (t0 >= q_end || t0 >= step_params.n_tokens) return;
   const uint nq = min(BQ, min(q_end, step_params.n_tokens) - t0);

@@ -1,8 +1,10 @@
 // variants: portable subgroup
-// Paged attention for decode steps, split over the context: a workgroup takes
-// one (token, head, partition of SPLIT positions), computes the partition's
+// Paged attention for decode tokens, split over the context: a workgroup takes
+// one (row, head, partition of SPLIT positions), computes the partition's
 // max score, sum of exponentials and unnormalized weighted sum of V, and
 // writes them for attention_merge. Long contexts thus use many workgroups.
+// A row is a sequence with one query token, or any token when
+// pc.split_all_tokens (attention.glsl split_row).
 #version 450
 #include "common.glsl"
 
@@ -15,7 +17,7 @@ layout(local_size_x = 64) in;
 layout(std430, set = 0, binding = 1) readonly buffer Q { float q[]; };
 layout(std430, set = 0, binding = 2) readonly buffer KPool { float k_pool[]; };
 layout(std430, set = 0, binding = 3) readonly buffer VPool { float v_pool[]; };
-// Per (token, head, partition): max, sum, then head_dim accumulators.
+// Per (row, head, partition): max, sum, then head_dim accumulators.
 layout(std430, set = 0, binding = 8) writeonly buffer Partials { float partials[]; };
 
 #include "reduce.glsl"
@@ -25,9 +27,9 @@ shared float p_s[SPLIT];
 shared int slot_s[SPLIT];
 
 void main() {
-  const uint t = gl_WorkGroupID.z, h = gl_WorkGroupID.y, part = gl_WorkGroupID.x;
-  if (t >= step_params.n_tokens) return;
-  const uint s = seq_of(t);
+  const uint row = gl_WorkGroupID.z, h = gl_WorkGroupID.y, part = gl_WorkGroupID.x;
+  uint t, s;
+  if (!split_row(row, t, s)) return;
   const uint len = context_of(t, s);
   const uint j0 = part * SPLIT;
   if (j0 >= len) return;
@@ -65,7 +67,7 @@ void main() {
   }
   l = wg_sum(l);  // its barriers also publish p_s
 
-  const uint po = (pc.off[7] >> 2) + ((t * pc.n_heads + h) * pc.n_splits + part) * (pc.head_dim + 2u);
+  const uint po = (pc.off[7] >> 2) + ((row * pc.n_heads + h) * pc.n_splits + part) * (pc.head_dim + 2u);
   for (uint d = lid; d < hd; d += WG) {
     float acc = 0.0;
     for (uint j = j0; j < j1; ++j) {

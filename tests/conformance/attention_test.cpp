@@ -1,8 +1,10 @@
 // Paged attention and KV append on the CPU against the reference: K/V read
 // through shuffled (non-contiguous) block tables, grouped-query heads,
 // several sequences per call, prefill (causal, several query tokens per
-// sequence) and decode.
+// sequence, the tiled path) and decode (one query token, the split path),
+// mixed in one call; the workspace stays within attention_workspace_bytes.
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -79,18 +81,51 @@ struct Scenario {
 // f32 scores, softmax and weighted sum against the f64 reference.
 constexpr double kAttentionBound = 1e-5;
 
+// Claims `threads` threads but runs the items one at a time in a shuffled
+// order: the kernel cuts its work (decode pieces, lanes) as that many
+// threads would have it, and no result may depend on the order items run in.
+class ShuffledFor final : public ParallelFor {
+ public:
+  ShuffledFor(int threads, Rng& rng) : threads_(threads), rng_(rng) {}
+  int num_threads() const override { return threads_; }
+  void run(int64_t n, int64_t, const std::function<void(int64_t, int64_t)>& fn) override {
+    std::vector<int64_t> order((size_t)std::max<int64_t>(n, 0));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng_.engine());
+    for (int64_t i : order) fn(i, i + 1);
+  }
+
+ private:
+  int threads_;
+  Rng& rng_;
+};
+
+// The context length the workspace is sized for: the table's reach.
+int64_t max_context(const Scenario& sc) { return (int64_t)sc.max_blocks_per_seq * sc.p.block_size; }
+
 void check(const Scenario& sc) {
   const size_t out_size = (size_t)(sc.n_tokens * sc.p.n_heads * sc.p.head_dim);
   std::vector<float> want(out_size);
   ref::paged_attention(sc.args(want.data(), nullptr));
-  for_each_isa([&](cpu::Isa) {
-    std::vector<float> got(out_size, -777.0f);
-    AlignedBuffer ws(cpu::attention_workspace_bytes(sc.p, sc.n_tokens, (int64_t)sc.max_blocks_per_seq * sc.p.block_size,
-                                                    pool().num_threads()));
-    cpu::paged_attention(sc.args(got.data(), ws.data()), pool());
-    const double err = rel_error(got, want);
-    CHECK_MESSAGE(err <= kAttentionBound, "relative error " << err);
-  });
+  Rng order_rng(299);
+  ShuffledFor wide(16, order_rng);
+  for (ParallelFor* pf : {&pool(), static_cast<ParallelFor*>(&wide)}) {
+    CAPTURE(pf->num_threads());
+    for_each_isa([&](cpu::Isa) {
+      std::vector<float> got(out_size, -777.0f);
+      const size_t ws_bytes = cpu::attention_workspace_bytes(
+          sc.p, {sc.n_tokens, (int64_t)sc.seqs.size(), max_context(sc), pf->num_threads()});
+      AlignedBuffer ws(ws_bytes);
+      cpu::paged_attention(sc.args(got.data(), ws.data()), *pf);
+      const double err = rel_error(got, want);
+      CHECK_MESSAGE(err <= kAttentionBound, "relative error " << err);
+      // AlignedBuffer fills its slack past ws_bytes with 0xcd: the kernel must leave it so.
+      const auto* bytes = static_cast<const unsigned char*>(ws.data());
+      size_t overrun = 0;
+      for (size_t i = ws_bytes; i < ws.size; ++i) overrun += bytes[i] != 0xcd;
+      CHECK_MESSAGE(overrun == 0, overrun << " bytes written past attention_workspace_bytes = " << ws_bytes);
+    });
+  }
 }
 
 AttentionParams gqa(int head_dim, int block_size) {
@@ -118,6 +153,30 @@ TEST_CASE("paged attention matches reference for decode of 4 sequences, one toke
   Rng rng(203);
   check(Scenario(gqa(63, 16), {{1, 1}, {17, 1}, {33, 1}, {100, 1}}, rng));
   check(Scenario(gqa(128, 16), {{300, 1}, {64, 1}}, rng));
+}
+
+TEST_CASE("paged attention matches reference for a mixed step: long decodes split, prefill chunks at nonzero positions tiled") {
+  Rng rng(207);
+  // Decodes with contexts of several hundred positions beside prefill chunks
+  // of 1, 3, 17 and 33 tokens that continue cached sequences, and a whole prompt.
+  const std::vector<Seq> seqs = {{700, 1}, {40, 3}, {451, 1}, {90, 17}, {19, 1}, {120, 33}, {33, 33}, {300, 1}};
+  check(Scenario(gqa(32, 16), seqs, rng));
+  check(Scenario(gqa(63, 8), seqs, rng));
+  // The long decodes really split into pieces under the wide ParallelFor (and under pool() when alone).
+  CHECK(cpu::attention_decode_pieces(gqa(32, 16), 4, 451, 16) > 1);
+}
+
+TEST_CASE("paged attention matches reference for decode whose long context is split over the threads (MQA 4/1)") {
+  Rng rng(208);
+  AttentionParams p = gqa(64, 16);
+  p.n_heads = 4;
+  p.n_kv_heads = 1;
+  const Scenario sc(p, {{1000, 1}, {777, 1}}, rng);
+  REQUIRE(cpu::attention_decode_pieces(p, 2, 777, pool().num_threads()) > 1);
+  REQUIRE(cpu::attention_decode_pieces(p, 2, 777, 16) > 4);
+  check(sc);
+  // One sequence alone: the most pieces, the last one short.
+  check(Scenario(p, {{1001, 1}}, rng));
 }
 
 TEST_CASE("paged attention matches reference when not causal (every query sees the whole sequence)") {

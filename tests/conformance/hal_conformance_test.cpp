@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "conformance.h"
 #include "hal_harness.h"
@@ -183,59 +184,104 @@ TEST_CASE("kv_append writes every token's K and V to its slot on every device") 
   });
 }
 
+struct AttentionSeq {
+  int32_t context, queries;  // the queries are the context's last positions
+};
+struct AttentionScenario {
+  std::string what;
+  std::vector<AttentionSeq> seqs;
+  AttentionParams p;
+  int32_t max_blocks;           // block table row length
+  int32_t spare_tokens = 0;     // bucket room beyond this step's tokens
+  int32_t spare_seqs = 0;       // and sequences
+};
+
+// Runs one paged attention step, K/V in shuffled blocks of a pool with
+// blocks to spare, on every device, against the reference.
+void check_attention(const AttentionScenario& sc, Rng& rng) {
+  CAPTURE(sc.what);
+  const AttentionParams& p = sc.p;
+  int32_t used_blocks = 0;
+  for (const AttentionSeq& s : sc.seqs) used_blocks += (s.context + p.block_size - 1) / p.block_size;
+  const int32_t num_blocks = used_blocks + 4;
+  const int64_t width = (int64_t)p.n_kv_heads * p.head_dim, slots = (int64_t)num_blocks * p.block_size;
+  const int64_t q_width = (int64_t)p.n_heads * p.head_dim;
+  OpCase c{OpKind::paged_attention, p, {}};
+  std::vector<int32_t> free_blocks((size_t)num_blocks);
+  std::iota(free_blocks.begin(), free_blocks.end(), 0);
+  std::shuffle(free_blocks.begin(), free_blocks.end(), rng.engine());
+  int32_t n = 0;
+  c.query_start = {0};
+  for (const AttentionSeq& s : sc.seqs) {
+    const int32_t used = (s.context + p.block_size - 1) / p.block_size;
+    REQUIRE(used <= sc.max_blocks);
+    for (int32_t j = 0; j < sc.max_blocks; ++j) {
+      c.block_tables.push_back(j < used ? free_blocks.back() : 0);
+      if (j < used) free_blocks.pop_back();
+    }
+    for (int32_t q = 0; q < s.queries; ++q) c.positions.push_back(s.context - s.queries + q);
+    n += s.queries;
+    c.query_start.push_back(n);
+    c.seq_lens.push_back(s.context);
+  }
+  c.n_tokens = n;
+  c.bucket = {n + sc.spare_tokens, (int32_t)sc.seqs.size() + sc.spare_seqs, n + sc.spare_tokens, sc.max_blocks};
+  c.token_ids.assign((size_t)n, 0);
+  c.slot_mapping.assign((size_t)n, 0);
+  const auto q = rng.floats((size_t)(n * q_width));
+  const auto kp = rng.floats((size_t)(slots * width)), vp = rng.floats((size_t)(slots * width));
+  const TensorDesc pool = TensorDesc::contiguous(DType::f32, Shape{slots, width});
+  c.inputs = {weight_f32(Shape{n, q_width}, q), {OpInput::pool, pool, as_bytes(kp), StepField::none},
+              {OpInput::pool, pool, as_bytes(vp), StepField::none}, step(StepField::positions), step(StepField::query_start),
+              step(StepField::seq_lens), step(StepField::block_tables)};
+  std::vector<float> expect((size_t)(n * q_width));
+  AttentionArgs a;
+  a.q = q.data();
+  a.out = expect.data();
+  a.n_tokens = n;
+  a.k_pool = kp.data();
+  a.v_pool = vp.data();
+  a.positions = c.positions.data();
+  a.query_start = c.query_start.data();
+  a.seq_lens = c.seq_lens.data();
+  a.block_tables = c.block_tables.data();
+  a.n_seqs = (int32_t)sc.seqs.size();
+  a.max_blocks_per_seq = sc.max_blocks;
+  a.p = p;
+  ref::paged_attention(a);
+  // f32 scores, softmax and weighted sum against the f64 reference.
+  on_every_device(c, OpKind::paged_attention, DType::f32, [&](const auto& out) {
+    const double err = rel_error(from_bytes<float>(out[0]), expect);
+    CHECK_MESSAGE(err <= 1e-5, "relative error " << err);
+  });
+}
+
 TEST_CASE("paged attention matches the reference across shuffled blocks, grouped-query, decode and prefill, on every device") {
   Rng rng(106);
-  struct Seq { int32_t context, queries; };
-  struct Scenario { const char* what; std::vector<Seq> seqs; };
-  for (const Scenario& sc : {Scenario{"decode, two sequences spanning 3 and 5 blocks", {{37, 1}, {70, 1}}},
-                             Scenario{"prefill of 7 tokens after 20 cached, causal", {{27, 7}}},
-                             Scenario{"mixed: a prefill and a decode in one step", {{9, 9}, {33, 1}}}}) {
-    CAPTURE(sc.what);
-    const int32_t heads = 8, kv_heads = 2, hd = 16, bs = 16;
-    const int32_t max_blocks = 6, num_blocks = 16;
-    const int64_t width = (int64_t)kv_heads * hd, slots = (int64_t)num_blocks * bs;
-    AttentionParams p{heads, kv_heads, hd, bs, 0.0f, true};
-    OpCase c{OpKind::paged_attention, p, {}};
-    std::vector<int32_t> free_blocks((size_t)num_blocks);
-    std::iota(free_blocks.begin(), free_blocks.end(), 0);
-    std::shuffle(free_blocks.begin(), free_blocks.end(), rng.engine());
-    int32_t n = 0;
-    c.query_start = {0};
-    for (const Seq& s : sc.seqs) {
-      const int32_t used = (s.context + bs - 1) / bs;
-      for (int32_t j = 0; j < max_blocks; ++j) c.block_tables.push_back(j < used ? free_blocks.back() : 0), j < used ? free_blocks.pop_back() : void();
-      for (int32_t q = 0; q < s.queries; ++q) c.positions.push_back(s.context - s.queries + q);
-      n += s.queries;
-      c.query_start.push_back(n);
-      c.seq_lens.push_back(s.context);
-    }
-    c.n_tokens = n;
-    c.bucket = {n, (int32_t)sc.seqs.size(), n, max_blocks};
-    c.token_ids.assign((size_t)n, 0);
-    c.slot_mapping.assign((size_t)n, 0);
-    const auto q = rng.floats((size_t)(n * heads * hd));
-    const auto kp = rng.floats((size_t)(slots * width)), vp = rng.floats((size_t)(slots * width));
-    const TensorDesc pool = TensorDesc::contiguous(DType::f32, Shape{slots, width});
-    c.inputs = {weight_f32(Shape{n, heads * hd}, q), {OpInput::pool, pool, as_bytes(kp), StepField::none},
-                {OpInput::pool, pool, as_bytes(vp), StepField::none}, step(StepField::positions), step(StepField::query_start),
-                step(StepField::seq_lens), step(StepField::block_tables)};
-    std::vector<float> expect((size_t)(n * heads * hd));
-    AttentionArgs a;
-    a.q = q.data();
-    a.out = expect.data();
-    a.n_tokens = n;
-    a.k_pool = kp.data();
-    a.v_pool = vp.data();
-    a.positions = c.positions.data();
-    a.query_start = c.query_start.data();
-    a.seq_lens = c.seq_lens.data();
-    a.block_tables = c.block_tables.data();
-    a.n_seqs = (int32_t)sc.seqs.size();
-    a.max_blocks_per_seq = max_blocks;
-    a.p = p;
-    ref::paged_attention(a);
-    on_every_device(c, OpKind::paged_attention, DType::f32, [&](const auto& out) { CHECK(rel_error(from_bytes<float>(out[0]), expect) <= 1e-5); });
-  }
+  const AttentionParams p{8, 2, 16, 16, 0.0f, true};
+  for (const AttentionScenario& sc : {AttentionScenario{"decode, two sequences spanning 3 and 5 blocks", {{37, 1}, {70, 1}}, p, 6},
+                                      AttentionScenario{"prefill of 7 tokens after 20 cached, causal", {{27, 7}}, p, 6},
+                                      AttentionScenario{"mixed: a prefill and a decode in one step", {{9, 9}, {33, 1}}, p, 6}})
+    check_attention(sc, rng);
+}
+
+// Each sequence takes its own path: one query token, the split-context
+// decode; several, the tiled prefill (docs/backends.md). The bucket has room
+// to spare, so kernels sized for it must skip what this step lacks.
+TEST_CASE("paged attention of a mixed step (long decodes beside prefill chunks) matches the reference on every device") {
+  Rng rng(108);
+  const std::vector<AttentionSeq> mixed = {{700, 1}, {40, 3}, {451, 1}, {90, 17}, {19, 1}, {120, 33}, {300, 1}};
+  const AttentionParams gqa{8, 2, 32, 16, 0.0f, true};
+  check_attention({"mixed: decodes of 700, 451, 19 and 300 positions, chunks of 3, 17, 33 at nonzero positions", mixed, gqa, 48, 9, 3},
+                  rng);
+  check_attention({"mixed, head_dim 63, blocks of 8, bucket exactly the step", mixed, AttentionParams{6, 3, 63, 8, 0.0f, true}, 90},
+                  rng);
+  check_attention({"decode only, in a bucket that could hold prefill", {{900, 1}, {5, 1}, {333, 1}}, gqa, 60, 12, 2}, rng);
+  check_attention({"one decode token in a bucket of one", {{1000, 1}}, AttentionParams{4, 1, 64, 16, 0.0f, true}, 64}, rng);
+  check_attention({"prefill chunks only", {{64, 33}, {17, 17}, {50, 3}}, gqa, 8, 4, 1}, rng);
+  // Beyond the prefill kernel's head_dim the split path serves every token.
+  check_attention({"mixed, head_dim 160", {{300, 1}, {45, 17}, {2, 2}}, AttentionParams{4, 2, 160, 16, 0.0f, true}, 20, 3, 1},
+                  rng);
 }
 
 TEST_CASE("gather_rows picks the asked rows on every device") {

@@ -82,7 +82,7 @@ TEST_CASE("CPU attention, norm, rope, KV and element-wise kernels do not allocat
   std::vector<float> out(q.size()), k_pool = rng.floats((size_t)(slots * kv_row)), v_pool = k_pool;
   const std::vector<int32_t> positions = {0, 1, 2, 20, 7}, query_start = {0, 3, 4, 5}, seq_lens = {3, 21, 8},
                              tables = {2, -1, 0, 1, 3, -1};
-  AlignedBuffer ws(cpu::attention_workspace_bytes(p, n_tokens, 32, pool().num_threads()));
+  AlignedBuffer ws(cpu::attention_workspace_bytes(p, {n_tokens, 3, 32, pool().num_threads()}));
   const std::vector<float> kv = rng.floats((size_t)(n_tokens * kv_row));
   const std::vector<int32_t> slot_mapping = {9, 3, 60, 17, 0};
   std::vector<float> a = rng.floats(4096), b = rng.floats(4096), c(4096);
