@@ -19,6 +19,7 @@ class CpuDevice final : public Device {
   Expected<std::unique_ptr<Buffer>> import_weights(std::span<const std::byte> bytes) override;
   Expected<std::unique_ptr<Stream>> create_stream() override;
   Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) override;
+  Expected<uint64_t> free_memory() const override;  // MemAvailable (backends/cpu/cpu_info.h)
 
  private:
   ThreadPool pool_;

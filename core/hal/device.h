@@ -25,6 +25,12 @@ class Device {
   // `bound[i]` is the buffer for plan buffer i of role weight or kv_pool
   // (null for the roles compile allocates itself).
   virtual Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) = 0;
+  // Bytes of device memory free for allocation now (not reserved by this or
+  // other processes), by the backend's best measure (docs/backends.md says
+  // which); a backend that cannot tell says so.
+  virtual Expected<uint64_t> free_memory() const {
+    return unsupported(info().backend + ": this backend does not report free memory");
+  }
 };
 
 }  // namespace tessera

@@ -16,6 +16,7 @@
 #include "engine/runtime/llama_graph.h"
 #include "graph/ir.h"
 #include "graph/partition.h"
+#include "graph/pass_manager.h"
 
 namespace tessera {
 
@@ -75,9 +76,10 @@ class ModelRunner {
   std::vector<std::pair<int32_t, int32_t>> compiled_buckets() const;
 
  private:
-  // One device the step runs on: [0] the asked-for backend, then the CPU when placement put nodes there.
+  // One device the step runs on: [0] the asked-for device, then each other
+  // device placement put nodes on (the CPU fallback, devices --place named).
   struct DeviceSlot {
-    std::string backend;
+    DeviceId id;
     std::unique_ptr<Device> device;
     std::unique_ptr<Stream> stream;
     std::map<std::string, std::unique_ptr<Buffer>> bound;  // weights and KV pools by name
@@ -128,5 +130,17 @@ class ModelRunner {
 
 // Opens `backend` device `index` from the registry (built-ins registered first).
 Expected<std::unique_ptr<Device>> open_device(const std::string& backend, int index);
+
+struct OpenedDevice {
+  DeviceId id;
+  std::unique_ptr<Device> device;
+};
+// Lists in ctx the devices placement may use: `target` (as ctx.target,
+// kernels, device), the CPU as the fallback (cpu:0; the target itself when
+// it is cpu:0), and each other device ctx.placement_overrides names
+// (other_devices). Opens the ones that are not the target and returns them:
+// the caller keeps them alive while ctx is used. A device that does not open
+// is an error naming --place.
+Expected<std::vector<OpenedDevice>> open_placement_devices(const DeviceId& target_id, Device& target, graph::PassContext& ctx);
 
 }  // namespace tessera

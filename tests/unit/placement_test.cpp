@@ -58,9 +58,9 @@ Graph parsed(const char* text) {
 
 PassContext gpu_ctx(const KernelTable& gpu, const KernelTable& cpu) {
   PassContext ctx;
-  ctx.target = "gpu";
+  ctx.target = {"gpu", 0};
   ctx.kernels = &gpu;
-  ctx.fallback_target = "cpu";
+  ctx.fallback_target = {"cpu", 0};
   ctx.fallback_kernels = &cpu;
   return ctx;
 }
@@ -73,11 +73,11 @@ TEST_CASE("place: a node the target lacks runs on the cpu, with a copy each way,
   REQUIRE(run_passes(g, "place", gpu_ctx(gpu, cpu)).is_ok());
   const std::string text = print(g);
   CHECK(text.find("%14 = paged_attention(%11, %12, %13, %1, %3, %4, %5)") != std::string::npos);
-  CHECK(text.find(": f32[T, 16] @gpu  # residual") != std::string::npos);
+  CHECK(text.find(": f32[T, 16] @gpu:0  # residual") != std::string::npos);
   // Both inputs of the act node come over in a copy placed on the cpu, just before it.
-  CHECK(text.find("%17 = copy(%15) : f32[T, 16] @cpu  # residual to cpu\n"
-                  "  %18 = copy(%11) : f32[T, 16] @cpu  # proj to cpu\n"
-                  "  %16 = silu_mul(%17, %18) : f32[T, 16] @cpu  # act\n") != std::string::npos);
+  CHECK(text.find("%17 = copy(%15) : f32[T, 16] @cpu:0  # residual to cpu:0\n"
+                  "  %18 = copy(%11) : f32[T, 16] @cpu:0  # proj to cpu:0\n"
+                  "  %16 = silu_mul(%17, %18) : f32[T, 16] @cpu:0  # act\n") != std::string::npos);
   CHECK(verify(g).is_ok());
   // The printed placement reads back as it was.
   auto again = parse(text, "placed.ir");
@@ -92,8 +92,8 @@ TEST_CASE("place: the nodes of one KV pool share a device, so a missing attentio
   PassContext ctx = gpu_ctx(gpu, cpu);
   REQUIRE(run_passes(g, "place", ctx).is_ok());
   for (const Node& n : g.nodes) {
-    if (n.label == "kv" || n.label == "attn") CHECK_MESSAGE(n.device == "cpu", n.label);
-    if (n.label == "proj" || n.label == "embd" || n.label == "residual") CHECK_MESSAGE(n.device == "gpu", n.label);
+    if (n.label == "kv" || n.label == "attn") CHECK_MESSAGE(n.device.to_string() == "cpu:0", n.label);
+    if (n.label == "proj" || n.label == "embd" || n.label == "residual") CHECK_MESSAGE(n.device.to_string() == "gpu:0", n.label);
   }
   CHECK(why_placed(g, g.nodes[3], ctx).find("shares the KV pool") != std::string::npos);
   // One copy of proj serves both cpu readers; attn's output goes back for the residual.
@@ -113,8 +113,8 @@ TEST_CASE("place: --place pins nodes by op or label glob; --strict and an unknow
     ctx.placement_overrides = *o;
     REQUIRE(run_passes(g, "place", ctx).is_ok());
     for (const Node& n : g.nodes)
-      if (n.label == "residual" || n.label == "act") CHECK(n.device == "cpu");
-    CHECK(why_placed(g, g.nodes.back(), ctx) == "--place puts act (silu_mul, f32) on cpu");
+      if (n.label == "residual" || n.label == "act") CHECK(n.device.to_string() == "cpu:0");
+    CHECK(why_placed(g, g.nodes.back(), ctx) == "--place puts act (silu_mul, f32) on cpu:0");
   }
   {
     const KernelsWithout lacking({OpKind::silu_mul});
@@ -122,18 +122,18 @@ TEST_CASE("place: --place pins nodes by op or label glob; --strict and an unknow
     PassContext ctx = gpu_ctx(lacking, cpu);
     ctx.strict = true;
     const Status s = run_passes(g, "place", ctx);
-    CHECK(s.message() == "pass place: --strict: gpu cannot run act (silu_mul, f32): no silu_mul here");
+    CHECK(s.message() == "pass place: --strict: gpu:0 cannot run act (silu_mul, f32): no silu_mul here");
   }
   {
     Graph g = parsed(kLayer);
     PassContext ctx = gpu_ctx(gpu, cpu);
-    ctx.placement_overrides = {{"act", "tpu"}};
-    CHECK(run_passes(g, "place", ctx).message().find("--place: device 'tpu' for 'act'; expected gpu or cpu") != std::string::npos);
+    ctx.placement_overrides = {{"act", {"tpu", 0}}};
+    CHECK(run_passes(g, "place", ctx).message().find("--place: device 'tpu:0' for 'act'; expected one of gpu:0, cpu:0") != std::string::npos);
   }
   {
     const KernelsWithout neither({OpKind::silu_mul});
     Graph g = parsed(kLayer);
-    CHECK(run_passes(g, "place", gpu_ctx(neither, neither)).message().find("neither gpu nor cpu can run act") != std::string::npos);
+    CHECK(run_passes(g, "place", gpu_ctx(neither, neither)).message().find("neither gpu:0 nor cpu:0 can run act") != std::string::npos);
   }
   CHECK(parse_placement_overrides("attn").status().message().find("--place: 'attn'; expected PATTERN=DEVICE") == 0);
   CHECK(parse_placement_overrides("=cpu").status().message().find("expected PATTERN=DEVICE") != std::string::npos);
@@ -147,20 +147,20 @@ TEST_CASE("verify: a value read on another device without a copy, a pool on two 
   std::string all_gpu = kLayer;
   for (const char* label : {"embd", "proj", "kv", "attn", "residual", "act"}) {
     const std::string tail = "  # " + std::string(label) + "\n";
-    all_gpu = placed(all_gpu, tail, " @gpu" + tail);
+    all_gpu = placed(all_gpu, tail, " @gpu:0" + tail);
   }
   CHECK(verify(parsed(all_gpu.c_str())).is_ok());
 
-  const std::string cross = placed(all_gpu, " @gpu  # act", " @cpu  # act");
-  CHECK(verify(parsed(cross.c_str())).message().find("act on cpu reads %15, made on gpu, without a copy") != std::string::npos);
+  const std::string cross = placed(all_gpu, " @gpu:0  # act", " @cpu:0  # act");
+  CHECK(verify(parsed(cross.c_str())).message().find("act on cpu:0 reads %15, made on gpu:0, without a copy") != std::string::npos);
 
-  const std::string pools = placed(all_gpu, " @gpu  # attn", " @cpu  # attn");
-  CHECK(verify(parsed(pools.c_str())).message().find("uses KV pool 'k_cache', which another node uses on gpu") != std::string::npos);
+  const std::string pools = placed(all_gpu, " @gpu:0  # attn", " @cpu:0  # attn");
+  CHECK(verify(parsed(pools.c_str())).message().find("uses KV pool 'k_cache', which another node uses on gpu:0") != std::string::npos);
 
-  const std::string half = placed(all_gpu, " @gpu  # act", "  # act");
+  const std::string half = placed(all_gpu, " @gpu:0  # act", "  # act");
   CHECK(verify(parsed(half.c_str())).message().find("act has no device while other nodes do") != std::string::npos);
 
-  CHECK(parse(placed(all_gpu, " @gpu  # act", " @  # act"), "t.ir").status().message().find("a device name after '@'") != std::string::npos);
+  CHECK(parse(placed(all_gpu, " @gpu:0  # act", " @  # act"), "t.ir").status().message().find("a device name after '@'") != std::string::npos);
 }
 
 TEST_CASE("partition: a placed graph is cut where the device changes; values crossing become transfers") {
@@ -172,8 +172,8 @@ TEST_CASE("partition: a placed graph is cut where the device changes; values cro
   REQUIRE(parts->size() == 2);
   const GraphPart& a = (*parts)[0];
   const GraphPart& b = (*parts)[1];
-  CHECK(a.device == "gpu");
-  CHECK(b.device == "cpu");
+  CHECK(a.device.to_string() == "gpu:0");
+  CHECK(b.device.to_string() == "cpu:0");
   CHECK(a.inputs.empty());
   CHECK(!a.has_logits);
   CHECK(b.has_logits);

@@ -33,7 +33,7 @@ Expected<std::string> tiled(const DeviceInfo* d, const std::string& overrides = 
   auto g = parse(kThreeMatmuls, "three.ir");
   REQUIRE_MESSAGE(g.has_value(), g.status().message());
   PassContext ctx;
-  ctx.target = d ? d->backend : "cpu";
+  ctx.target = {d ? d->backend : "cpu", 0};
   ctx.device = d;
   auto o = parse_tile_overrides(overrides);
   REQUIRE_MESSAGE(o.has_value(), o.status().message());
