@@ -132,7 +132,7 @@ Status ModelRunner::place_and_bind() {
                            : ", " + std::to_string(count) + " on " + id.to_string();
     placement_notes_.push_back(line + " instead of " + target_id.to_string() + ", with " + std::to_string(copies) +
                                " copies between the devices a step (`tessera ir --target " + target_id.to_string() +
-                               (o.place.empty() ? "" : " --place " + o.place) + "` shows where)");
+                               (o.place.empty() ? "" : " --place '" + o.place + "'") + "` shows where)");
   }
 
   TS_ASSIGN_OR_RETURN(parts_, graph::partition_by_device(graph_));

@@ -36,7 +36,7 @@ TEST_CASE("a backend without the kernels is reported once, a line per kind of no
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(r.err.find("skeleton cannot run blk.0.attn_q (matmul, f32): the skeleton backend implements no kernels") != std::string::npos);
   CHECK(r.err.find("more nodes like it") != std::string::npos);
-  CHECK(r.err.find(" nodes run on cpu instead of skeleton, with 0 copies") != std::string::npos);
+  CHECK(r.err.find(" nodes run on cpu:0 instead of skeleton:0, with 0 copies") != std::string::npos);
   // Once: each kind of node has one line, however many nodes it has.
   CHECK(r.err_lines().size() < 12);
   CHECK(trim(r.out).rfind("1,277,", 0) == 0);
