@@ -114,10 +114,16 @@ Status ModelRunner::place_and_bind() {
     auto at = std::find_if(elsewhere.begin(), elsewhere.end(), [&](const auto& e) { return e.first == n.device; });
     if (at == elsewhere.end()) elsewhere.push_back({n.device, 1});
     else ++at->second;
-    // Grouped by the line with the node's label taken out.
+    // Grouped by the line with the node's label and quoted names (its layer's
+    // KV pool) taken out, so that one line stands for every layer.
     const std::string line = graph::why_placed(graph_, n, ctx);
     std::string key = line;
     if (const size_t pos = key.find(n.label); !n.label.empty() && pos != std::string::npos) key.erase(pos, n.label.size());
+    for (size_t open; (open = key.find('\'')) != std::string::npos;) {
+      const size_t close = key.find('\'', open + 1);
+      if (close == std::string::npos) break;
+      key.erase(open, close - open + 1);
+    }
     auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& kd) { return std::get<0>(kd) == key; });
     if (it == kinds.end()) kinds.push_back({key, 1, line});
     else ++std::get<1>(*it);

@@ -6,7 +6,7 @@
 
 using namespace tessera;
 
-TEST_CASE("device id: BACKEND:INDEX and a bare BACKEND (device 0) parse; to_string writes the index always") {
+TEST_CASE("device id: BACKEND:INDEX and a bare BACKEND (device 0) parse, and to_string writes the index always") {
   struct Case {
     const char* text;
     const char* backend;

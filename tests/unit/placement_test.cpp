@@ -271,7 +271,7 @@ TEST_CASE("place: a KV pool's users follow --place to the second device rather t
   CHECK(verify(split).is_ok());
 }
 
-TEST_CASE("place: a device --place names must be listed and run the node; --strict allows another device of the target's backend") {
+TEST_CASE("place: a device --place names must be listed and run the node, and --strict allows another device of the target's backend") {
   const KernelsWithout gpu0({}), gpu1({}), cpu({}), gpu1_lacking({OpKind::silu_mul});
   {
     Graph g = parsed(kLayer);
@@ -306,7 +306,7 @@ TEST_CASE("place: a device --place names must be listed and run the node; --stri
         "--place item 'act=vulkan:x': DEVICE: 'vulkan:x' has no index after ':'; expected BACKEND or BACKEND:INDEX, e.g. vulkan:1 or cpu");
 }
 
-TEST_CASE("verify and parse: vulkan:0 and vulkan:1 are separate devices; IR from before indices reads as device 0") {
+TEST_CASE("verify and parse: vulkan:0 and vulkan:1 are separate devices, and IR from before indices reads as device 0") {
   std::string on0 = kLayer;
   for (const char* label : {"embd", "proj", "kv", "attn", "residual", "act"}) {
     const std::string tail = "  # " + std::string(label) + "\n";

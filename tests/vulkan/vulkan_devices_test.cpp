@@ -52,7 +52,7 @@ std::string device_line(const std::string& out, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("vulkan devices: TESSERA_VULKAN_DEVICES=0,0 lists vulkan:0 and vulkan:1 with arch and free memory; a bad list is one line") {
+TEST_CASE("vulkan devices: TESSERA_VULKAN_DEVICES=0,0 lists vulkan:0 and vulkan:1 with arch and free memory, and a bad list is one line") {
   if (skipped()) return;
   {
     ScopedEnv env("TESSERA_VULKAN_DEVICES", "0,0");
