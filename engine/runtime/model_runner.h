@@ -1,7 +1,8 @@
 #pragma once
-// One model on one device: weights imported once, per-layer KV pools
-// allocated once, and a compiled Executable per shape bucket (compiled on
-// first use, then replayed). step() runs one batch of tokens and returns the
+// One model on the asked-for device (and the CPU or devices --place names,
+// where placement puts nodes: one slot each): weights imported once,
+// per-layer KV pools allocated once, and a compiled Executable per shape
+// bucket (compiled on first use, then replayed). step() runs one batch of tokens and returns the
 // requested rows of logits.
 #include <map>
 #include <memory>
@@ -55,7 +56,7 @@ class ModelRunner {
   const ModelWeights& weights() const { return *weights_; }
   const LlamaConfig& config() const { return weights_->config; }
   const graph::Graph& graph() const { return graph_; }
-  // The asked-for backend's device (the CPU may run some nodes too: placement_notes).
+  // The asked-for device (the CPU and devices --place names may run some nodes too: placement_notes).
   const DeviceInfo& device_info() const { return devices_[0].device->info(); }
   Device& device() { return *devices_[0].device; }
   BlockManager& blocks() { return blocks_; }
@@ -69,8 +70,9 @@ class ModelRunner {
   Expected<const Plan*> plan_for(int32_t n_tokens, int32_t context = 0);
   // Kernel dispatches a step makes (placement's copies are not dispatches).
   size_t dispatches_per_step() const;
-  // One line per node that runs on the CPU instead of the asked-for backend,
-  // then a summary line; empty when the whole model runs where asked.
+  // One line per kind of node that runs off the asked-for device (on the CPU
+  // fallback, or where --place put it), then a summary line counting the
+  // nodes on each other device; empty when the whole model runs where asked.
   const std::vector<std::string>& placement_notes() const { return placement_notes_; }
   // The shape buckets compiled so far (tokens, context).
   std::vector<std::pair<int32_t, int32_t>> compiled_buckets() const;

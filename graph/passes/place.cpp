@@ -9,7 +9,8 @@
 // a value is read on a device other than the one that made it, a `copy`
 // node placed on the reader's device is inserted just before its first
 // reader there, and every reader on that device reads the copy. Under
-// --strict a node off the target is an error naming it.
+// --strict a node the target cannot run, or --place onto another backend,
+// is an error naming it.
 // A graph that is already placed is left as it is (the verifier checks it).
 #include <map>
 #include <optional>
