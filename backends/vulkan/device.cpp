@@ -91,7 +91,8 @@ Expected<std::unique_ptr<Device>> VulkanBackend::open(int index) {
   const auto& devices = instance_->devices();
   if (index < 0 || (size_t)index >= devices.size())
     return not_found("vulkan backend: device " + std::to_string(index) + " does not exist (" + std::to_string(devices.size()) +
-                     " usable device" + (devices.size() == 1 ? "" : "s") + ")");
+                     " usable device" + (devices.size() == 1 ? "" : "s") +
+                     "; TESSERA_VULKAN_DEVICES lists physical devices again under further indices, e.g. 0,0)");
   auto& ctx = (*contexts_)[(size_t)index];
   if (!ctx) {
     TS_ASSIGN_OR_RETURN(ctx, DeviceContext::create(*instance_, devices[(size_t)index]));

@@ -67,6 +67,16 @@ TEST_CASE("vulkan devices: TESSERA_VULKAN_DEVICES=0,0 lists vulkan:0 and vulkan:
     CHECK(r.out.find(" free)") != std::string::npos);
     if (first.find("llvmpipe") != std::string::npos) CHECK(r.out.find("    arch lavapipe, ") != std::string::npos);
   }
+  {
+    // An index the backend does not list: one line, naming the variable that lists more.
+    ScopedEnv env("TESSERA_VULKAN_DEVICES", "");  // empty: the usual list
+    const auto r = run_tessera({"run", "--backend", "vulkan", "--place", "blk.0.*=vulkan:9", "-m", shared_path("models/stories260K.bin"),
+                                "--prompt-ids", "1", "-n", "2"});
+    CHECK(r.exit_code != 0);
+    REQUIRE(r.err_lines().size() == 1);
+    CHECK(r.err.find("--place: device 'vulkan:9' for 'blk.0.*': vulkan backend: device 9 does not exist (") != std::string::npos);
+    CHECK(r.err.find("TESSERA_VULKAN_DEVICES") != std::string::npos);
+  }
   for (const char* bad : {"0,9", "x", "0,,0", "-1"}) {
     CAPTURE(bad);
     ScopedEnv env("TESSERA_VULKAN_DEVICES", bad);
