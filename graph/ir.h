@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hal/device_id.h"
 #include "core/hal/kernel_table.h"
 #include "core/hal/plan.h"
 #include "core/ops.h"
@@ -56,9 +57,9 @@ struct Node {
   std::vector<ValueId> outputs;
   std::string label;  // e.g. "blk.3.attn_q"
   TileParams tile;    // set by the tiling pass; printed as tile{...}
-  // The backend that runs the node ("cpu", "vulkan"), set by the placement
-  // pass and printed as @NAME; empty before placement.
-  std::string device;
+  // The device that runs the node (cpu:0, vulkan:1), set by the placement
+  // pass and printed as @BACKEND:INDEX; empty before placement.
+  DeviceId device;
 };
 
 class Graph {

@@ -445,8 +445,13 @@ Expected<Graph> parse(std::string_view text, const std::string& source) {
       defs[ids[o]] = std::move(v);
     }
     if (l.accept('@')) {
-      n.device = l.word();
-      if (n.device.empty()) return l.error("a device name after '@'");
+      // BACKEND:INDEX; a bare BACKEND (IR printed before devices had indices) is its device 0.
+      std::string text = l.word();
+      if (text.empty()) return l.error("a device name after '@'");
+      if (l.accept(':')) text += ":" + l.word();
+      auto id = parse_device_id(text, "@DEVICE");
+      if (!id) return l.error("a device like @cpu:0 or @vulkan:1 (" + id.status().message() + ")");
+      n.device = std::move(*id);
     }
     if (l.accept('#')) n.label = l.rest();
     if (!l.at_end()) return l.error("the end of the line, '@DEVICE' or '# label'");

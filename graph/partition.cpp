@@ -25,7 +25,7 @@ ValueId storage_of(const Graph& g, ValueId v) {
 Expected<std::vector<GraphPart>> partition_by_device(const Graph& g) {
   // Which part each node runs in (-1: a copy).
   std::vector<int> part_of(g.nodes.size(), -1);
-  std::vector<std::string> devices;
+  std::vector<DeviceId> devices;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.op == OpKind::copy) continue;

@@ -16,7 +16,7 @@
 namespace tessera::graph {
 
 struct GraphPart {
-  std::string device;  // its nodes' device; empty in an unplaced graph
+  DeviceId device;  // its nodes' device; empty in an unplaced graph
   Graph graph;         // its own value numbering
   // A transfer value of this part and where its bytes come from: an output
   // of part `src_part` (a value id in that part's graph).

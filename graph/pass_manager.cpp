@@ -23,7 +23,7 @@ const std::vector<PassInfo>& registered_passes() {
        passes::fuse_rope_kv_append},
       {"fuse_residual_norm", "a residual add (or matmul_add) and the RMSNorm of its sum into one node with both values", "cpu",
        passes::fuse_residual_norm},
-      {"place", "each node on the target or, where the target lacks its kernel (or --place says so), on the CPU; copies where values cross", "all",
+      {"place", "each node on the target device or, where the target lacks its kernel, on the CPU, or where --place says (any device id); copies where values cross devices", "all",
        passes::place},
       {"fold_constants", "RoPE cos/sin of every position into one constant table made at load (needs the context's max positions)",
        "cpu", passes::fold_constants},
@@ -145,8 +145,24 @@ Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec
   return out;
 }
 
+std::optional<PlacementDevice> PassContext::find_device(const DeviceId& id) const {
+  if (id == target) return PlacementDevice{target, kernels, device};
+  if (id == fallback_target) return PlacementDevice{fallback_target, fallback_kernels, fallback_device};
+  for (const PlacementDevice& d : other_devices)
+    if (d.id == id) return d;
+  return std::nullopt;
+}
+
+std::string PassContext::known_devices() const {
+  std::string out = target.to_string();
+  if (fallback_target != target) out += ", " + fallback_target.to_string();
+  for (const PlacementDevice& d : other_devices)
+    if (d.id != target && d.id != fallback_target) out += ", " + d.id.to_string();
+  return out;
+}
+
 Status run_passes(Graph& g, const std::string& spec, const PassContext& ctx) {
-  TS_ASSIGN_OR_RETURN(auto pipeline, parse_pipeline(spec, ctx.target));
+  TS_ASSIGN_OR_RETURN(auto pipeline, parse_pipeline(spec, ctx.target.backend));
   PipelineOptions o;
   o.verify_each = true;
   return run_pipeline(g, pipeline, ctx, o);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hal/device_id.h"
 #include "core/hal/device_info.h"
 #include "core/hal/kernel_table.h"
 #include "core/status.h"
@@ -27,14 +28,22 @@ struct TileOverride {
   int64_t value = 0;
 };
 // One --place item: PATTERN=DEVICE. PATTERN is an op name or a label, '*'
-// matching any run of characters ("paged_attention", "blk.3.*").
+// matching any run of characters ("paged_attention", "blk.3.*"); DEVICE a
+// device id ("vulkan:1"; a bare "cpu" is cpu:0).
 struct PlacementOverride {
   std::string pattern;
-  std::string device;
+  DeviceId device;
+};
+
+// A device placement may put nodes on, with what it can run and its caps.
+struct PlacementDevice {
+  DeviceId id;
+  const KernelTable* kernels = nullptr;  // null: taken to run everything
+  const DeviceInfo* info = nullptr;      // null: tiling leaves its nodes' kernels at their defaults
 };
 
 struct PassContext {
-  std::string target = "cpu";
+  DeviceId target{"cpu", 0};
   // The target's kernels; fusions apply only where it has the fused kernel.
   // Null: every fused kernel is taken as present (printing, tests).
   const KernelTable* kernels = nullptr;
@@ -44,10 +53,14 @@ struct PassContext {
   std::vector<TileOverride> tile_overrides;
   // Placement: where a node the target cannot run goes instead, and that
   // device's kernels (null: taken to run everything, as the CPU does).
-  std::string fallback_target = "cpu";
+  DeviceId fallback_target{"cpu", 0};
   const KernelTable* fallback_kernels = nullptr;
   const DeviceInfo* fallback_device = nullptr;  // for tiling the nodes placed there
   std::vector<PlacementOverride> placement_overrides;  // --place
+  // Further devices --place may name (a second device of the target's
+  // backend, ...): the caller opens each and lists it here; a --place device
+  // that is none of target, fallback or these is an error.
+  std::vector<PlacementDevice> other_devices;
   bool strict = false;  // --strict: a node the target cannot run is an error, not a fallback
   // Positions a step may reach (the runner's context): the rows of the RoPE
   // tables fold_constants makes. 0: unknown, and fold_constants does nothing.
@@ -55,6 +68,11 @@ struct PassContext {
   // --weight-layout: the layout repack_weights gives every matmul weight whose
   // kernel reads it, in place of the target's preference; none: the preference.
   std::optional<WeightLayout> weight_layout_override;
+
+  // The target, the fallback or one of other_devices, by id; null for a device none of them is.
+  std::optional<PlacementDevice> find_device(const DeviceId& id) const;
+  // "cpu:0, vulkan:0, vulkan:1": the devices placement may use, for error messages.
+  std::string known_devices() const;
 };
 
 // Why placement put n off the target, in a line naming it ("" when it is on the target or a copy).
@@ -77,7 +95,7 @@ struct PassInfo {
 
 const std::vector<PassInfo>& registered_passes();
 const PassInfo* find_pass(const std::string& name);
-std::vector<std::string> default_pipeline(const std::string& target);
+std::vector<std::string> default_pipeline(const std::string& target);  // target: a backend name
 
 // The passes `spec` names, in order; an error names the unknown pass and lists the known.
 Expected<std::vector<const PassInfo*>> parse_pipeline(const std::string& spec, const std::string& target,

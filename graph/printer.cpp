@@ -90,7 +90,7 @@ std::string print_node(const Graph& g, const Node& n) {
   }
   s += " : ";
   for (size_t o = 0; o < n.outputs.size(); ++o) s += (o ? ", " : "") + print_type(g.value(n.outputs[o]));
-  if (!n.device.empty()) s += " @" + n.device;
+  if (!n.device.empty()) s += " @" + n.device.to_string();
   if (!n.label.empty()) s += "  # " + n.label;
   return s;
 }

@@ -96,7 +96,7 @@ Status verify_placement(const Graph& g) {
   size_t placed = 0;
   for (const Node& n : g.nodes) placed += n.device.empty() ? 0 : 1;
   if (placed == 0) return Status::ok();
-  std::map<ValueId, std::string> pool_device;
+  std::map<ValueId, DeviceId> pool_device;
   for (const Node& n : g.nodes) {
     if (n.device.empty()) return invalid_argument("verify: " + where(n) + " has no device while other nodes do");
     for (ValueId in : n.inputs) {
@@ -105,20 +105,22 @@ Status verify_placement(const Graph& g) {
       if (pool == kNoValue) continue;
       auto [it, fresh] = pool_device.try_emplace(pool, n.device);
       if (!fresh && it->second != n.device)
-        return invalid_argument("verify: " + where(n) + " on " + n.device + " uses KV pool '" + g.value(pool).name +
-                                "', which another node uses on " + it->second);
+        return invalid_argument("verify: " + where(n) + " on " + n.device.to_string() + " uses KV pool '" + g.value(pool).name +
+                                "', which another node uses on " + it->second.to_string());
     }
   }
+  // Two devices of one backend (vulkan:0, vulkan:1) are as separate as two backends.
   for (const Node& n : g.nodes) {
     for (ValueId in : n.inputs) {
       const Value& v = g.value(in);
       if (v.kind != ValueKind::computed || v.aliases != kNoValue) continue;
-      const std::string& made_on = g.nodes[(size_t)v.producer].device;
+      const DeviceId& made_on = g.nodes[(size_t)v.producer].device;
       if (n.op == OpKind::copy && made_on == n.device)
-        return invalid_argument("verify: " + where(n) + " copies %" + std::to_string(in) + " to " + n.device + ", where it already is");
+        return invalid_argument("verify: " + where(n) + " copies %" + std::to_string(in) + " to " + n.device.to_string() +
+                                ", where it already is");
       if (n.op != OpKind::copy && made_on != n.device)
-        return invalid_argument("verify: " + where(n) + " on " + n.device + " reads %" + std::to_string(in) + ", made on " +
-                                made_on + ", without a copy");
+        return invalid_argument("verify: " + where(n) + " on " + n.device.to_string() + " reads %" + std::to_string(in) +
+                                ", made on " + made_on.to_string() + ", without a copy");
     }
   }
   return Status::ok();

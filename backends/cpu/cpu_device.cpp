@@ -42,6 +42,8 @@ Expected<std::unique_ptr<Executable>> CpuDevice::compile(const Plan& plan, std::
   return std::unique_ptr<Executable>(std::move(exe));
 }
 
+Expected<uint64_t> CpuDevice::free_memory() const { return available_host_memory(); }
+
 std::vector<DeviceInfo> CpuBackend::enumerate() { return {probe_cpu_info(default_cpu_threads())}; }
 
 Expected<std::unique_ptr<Device>> CpuBackend::open(int index) {

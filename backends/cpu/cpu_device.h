@@ -21,6 +21,7 @@ class CpuDevice final : public Device {
   Expected<std::unique_ptr<Stream>> create_stream() override;
   Expected<std::unique_ptr<Event>> create_event() override;
   Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) override;
+  Expected<uint64_t> free_memory() const override;  // MemAvailable (backends/cpu/cpu_info.h)
 
  private:
   ThreadPool pool_;

@@ -51,6 +51,38 @@ void read_caches(DeviceInfo& info) {
 
 }  // namespace
 
+std::string cpu_arch(kernels::cpu::Isa isa) {
+#if defined(__x86_64__)
+  // The psABI levels: avx512_vnni kernels use AVX-512 F/BW/VL/DQ (v4) plus
+  // VNNI; the avx2 ones AVX2 and FMA (v3); portable ones the baseline.
+  switch (isa) {
+    case kernels::cpu::Isa::avx512_vnni: return "x86-64-v4+avx512vnni";
+    case kernels::cpu::Isa::avx2: return "x86-64-v3";
+    case kernels::cpu::Isa::portable: return "x86-64";
+  }
+  return "x86-64";
+#elif defined(__aarch64__)
+  (void)isa;
+  return "aarch64";
+#else
+  (void)isa;
+  return "generic";
+#endif
+}
+
+Expected<uint64_t> available_host_memory() {
+  std::ifstream f("/proc/meminfo");
+  if (!f) return unsupported("cpu: free memory: cannot read /proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (f >> key >> kib) {
+    std::getline(f, unit);  // " kB", or nothing for counters
+    if (key == "MemAvailable:") return kib << 10;
+  }
+  return unsupported("cpu: free memory: /proc/meminfo has no MemAvailable line");
+}
+
 DeviceInfo probe_cpu_info(int threads) {
   DeviceInfo info;
   info.backend = "cpu";
@@ -62,6 +94,7 @@ DeviceInfo probe_cpu_info(int threads) {
   read_caches(info);
   const auto isa = kernels::cpu::active_isa();
   info.kernel_isa = std::string(kernels::cpu::name(isa));
+  info.arch = cpu_arch(isa);
   info.simd_width_bits = isa == kernels::cpu::Isa::avx512_vnni ? 512 : isa == kernels::cpu::Isa::avx2 ? 256 : 128;
   for (auto i : kernels::cpu::runnable_isas()) info.features.emplace_back(kernels::cpu::name(i));
   info.roofs = cpu_roofs({threads, info.simd_width_bits, isa == kernels::cpu::Isa::avx512_vnni, info.last_level_cache_bytes});

@@ -34,6 +34,28 @@ Expected<std::unique_ptr<Executable>> VulkanDevice::compile(const Plan& plan, st
   return std::unique_ptr<Executable>(std::move(exe));
 }
 
+Expected<uint64_t> VulkanDevice::free_memory() const {
+  const PhysicalDevice& p = ctx_->physical();
+  const VulkanApi& vk = ctx_->vk();
+  if (p.memory_budget && vk.vkGetPhysicalDeviceMemoryProperties2) {
+    // The driver's figure: budget (what this process may use of the heap,
+    // others' use taken out) less what this process uses, over device-local heaps.
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, &budget};
+    vk.vkGetPhysicalDeviceMemoryProperties2(p.handle, &props);
+    uint64_t free = 0;
+    for (uint32_t h = 0; h < props.memoryProperties.memoryHeapCount; ++h)
+      if ((props.memoryProperties.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) && budget.heapBudget[h] > budget.heapUsage[h])
+        free += budget.heapBudget[h] - budget.heapUsage[h];
+    return free;
+  }
+  // Without the extension only our own use is known: the device-local heaps
+  // less what this VkDevice's allocator holds (other processes and other
+  // listed devices on the same chip are not seen).
+  const uint64_t used = ctx_->allocator().bytes_in_use();
+  return info().memory_bytes > used ? info().memory_bytes - used : 0;
+}
+
 Status VulkanBackend::ensure_instance() const {
   if (tried_) return instance_status_;
   tried_ = true;
@@ -72,7 +94,8 @@ Expected<std::unique_ptr<Device>> VulkanBackend::open(int index) {
   const auto& devices = instance_->devices();
   if (index < 0 || (size_t)index >= devices.size())
     return not_found("vulkan backend: device " + std::to_string(index) + " does not exist (" + std::to_string(devices.size()) +
-                     " usable device" + (devices.size() == 1 ? "" : "s") + ")");
+                     " usable device" + (devices.size() == 1 ? "" : "s") +
+                     "; TESSERA_VULKAN_DEVICES lists physical devices again under further indices, e.g. 0,0)");
   auto& ctx = (*contexts_)[(size_t)index];
   if (!ctx) {
     TS_ASSIGN_OR_RETURN(ctx, DeviceContext::create(*instance_, devices[(size_t)index]));

@@ -1,6 +1,8 @@
 #pragma once
-// The Vulkan backend and its devices. Every Device opened on one physical
-// device shares that device's DeviceContext (queue, memory, pipelines).
+// The Vulkan backend and its devices. Every Device opened on one listed
+// device (vulkan:N) shares that device's DeviceContext (queue, memory,
+// pipelines); a physical device $TESSERA_VULKAN_DEVICES lists twice is two
+// listed devices, each with its own context.
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +25,8 @@ class VulkanDevice final : public Device {
   Expected<std::unique_ptr<Stream>> create_stream() override;
   Expected<std::unique_ptr<Event>> create_event() override;
   Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) override;
+  // VK_EXT_memory_budget where the device has it, else the device-local heaps less what this VkDevice holds.
+  Expected<uint64_t> free_memory() const override;
 
  private:
   std::shared_ptr<DeviceContext> ctx_;

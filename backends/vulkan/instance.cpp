@@ -1,6 +1,8 @@
 #include "backends/vulkan/instance.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -33,6 +35,33 @@ DeviceKind kind_of(VkPhysicalDeviceType t) {
     case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return DeviceKind::gpu_discrete;
     default: return DeviceKind::cpu_emulated;  // CPU implementations (lavapipe, SwiftShader) and "other"
   }
+}
+
+// DeviceInfo::arch: a CPU implementation by its driver (it has no chip to
+// name), a GPU as vendor:device id, the pair that identifies its silicon.
+std::string arch_of(const VulkanApi& api, VkPhysicalDevice handle, const VkPhysicalDeviceProperties& props) {
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &driver};
+  api.vkGetPhysicalDeviceProperties2(handle, &p2);
+  if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) return "lavapipe";
+  if (driver.driverID == VK_DRIVER_ID_GOOGLE_SWIFTSHADER) return "swiftshader";
+  if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && driver.driverName[0]) return driver.driverName;
+  const char* vendor = nullptr;
+  switch (props.vendorID) {
+    case 0x10de: vendor = "nvidia"; break;
+    case 0x1002: vendor = "amd"; break;
+    case 0x8086: vendor = "intel"; break;
+    case 0x13b5: vendor = "arm"; break;
+    case 0x5143: vendor = "qualcomm"; break;
+    case 0x106b: vendor = "apple"; break;
+    default: break;
+  }
+  char id[32];
+  std::snprintf(id, sizeof id, ":0x%04x", props.deviceID);
+  if (vendor) return vendor + std::string(id);
+  char v[16];
+  std::snprintf(v, sizeof v, "0x%04x", props.vendorID);
+  return v + std::string(id);
 }
 
 std::string version_string(uint32_t v) {
@@ -98,6 +127,7 @@ PhysicalDevice probe(const VulkanApi& api, VkPhysicalDevice handle) {
   d.storage_16bit = f11.storageBuffer16BitAccess;
   d.storage_8bit = f12.storageBuffer8BitAccess;
   d.timeline_semaphore = f12.timelineSemaphore;
+  d.memory_budget = has_extension(api, handle, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
   uint32_t n_families = 0;
   api.vkGetPhysicalDeviceQueueFamilyProperties(handle, &n_families, nullptr);
@@ -123,6 +153,7 @@ PhysicalDevice probe(const VulkanApi& api, VkPhysicalDevice handle) {
   info.name = name;
   info.backend = "vulkan";
   info.kind = kind_of(d.props.deviceType);
+  info.arch = arch_of(api, handle, d.props);
   for (uint32_t h = 0; h < d.memory.memoryHeapCount; ++h)
     if (d.memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) info.memory_bytes += d.memory.memoryHeaps[h].size;
   info.compute_units = compute_units(api, handle, d.props);
@@ -139,6 +170,7 @@ PhysicalDevice probe(const VulkanApi& api, VkPhysicalDevice handle) {
   if (d.subgroup_arithmetic) info.features.push_back("subgroup_arithmetic");
   if (d.timeline_semaphore) info.features.push_back("timeline_semaphore");
   if (d.timestamp_valid_bits) info.features.push_back("timestamps");
+  if (d.memory_budget) info.features.push_back("memory_budget");
   info.kernel_isa = std::string("spirv_") + shader_variant(d);
   return d;
 }
@@ -147,6 +179,27 @@ PhysicalDevice probe(const VulkanApi& api, VkPhysicalDevice handle) {
 
 const char* shader_variant(const PhysicalDevice& d) {
   return d.subgroup_arithmetic && !env_on("TESSERA_VULKAN_PORTABLE") ? "subgroup" : "portable";
+}
+
+Expected<std::vector<size_t>> parse_device_filter(std::string_view text, size_t usable) {
+  const std::string expected = "; expected a comma-separated list of physical-device indices from 0 to " +
+                               std::to_string(usable == 0 ? 0 : usable - 1) + " (repeats allowed), e.g. 0,0";
+  if (usable == 0)
+    return invalid_argument("TESSERA_VULKAN_DEVICES='" + std::string(text) + "': there is no usable Vulkan device to list");
+  std::vector<size_t> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, end - start);
+    size_t index = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), index);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || index >= usable)
+      return invalid_argument("TESSERA_VULKAN_DEVICES='" + std::string(text) + "': '" + std::string(item) + "'" + expected);
+    out.push_back(index);
+    if (end == text.size()) break;
+    start = end + 1;
+  }
+  return out;
 }
 
 Expected<std::unique_ptr<VulkanInstance>> VulkanInstance::create() {
@@ -194,6 +247,13 @@ Expected<std::unique_ptr<VulkanInstance>> VulkanInstance::create() {
   std::stable_sort(inst->devices_.begin(), inst->devices_.end(), [](const PhysicalDevice& a, const PhysicalDevice& b) {
     return kind_rank(a.props.deviceType) < kind_rank(b.props.deviceType);
   });
+  if (const char* filter = std::getenv("TESSERA_VULKAN_DEVICES"); filter && *filter) {
+    TS_ASSIGN_OR_RETURN(std::vector<size_t> picks, parse_device_filter(filter, inst->devices_.size()));
+    std::vector<PhysicalDevice> listed;
+    for (size_t p : picks) listed.push_back(inst->devices_[p]);
+    inst->devices_ = std::move(listed);
+  }
+  for (size_t i = 0; i < inst->devices_.size(); ++i) inst->devices_[i].info.index = (int)i;
   return inst;
 }
 

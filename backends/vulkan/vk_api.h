@@ -22,6 +22,7 @@ namespace tessera::vulkan {
   X(vkGetPhysicalDeviceProperties2)             \
   X(vkGetPhysicalDeviceFeatures2)               \
   X(vkGetPhysicalDeviceMemoryProperties)        \
+  X(vkGetPhysicalDeviceMemoryProperties2)       \
   X(vkGetPhysicalDeviceQueueFamilyProperties)   \
   X(vkEnumerateDeviceExtensionProperties)       \
   X(vkCreateDevice)                             \

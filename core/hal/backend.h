@@ -13,7 +13,8 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 1;
+// 2: DeviceInfo gained index and arch, Device gained free_memory().
+inline constexpr uint32_t kBackendAbiVersion = 2;
 
 class Backend {
  public:

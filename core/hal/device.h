@@ -30,6 +30,12 @@ class Device {
   // buckets of one runner, whose steps one stream orders) share one; null
   // makes compile allocate the plan's own.
   virtual Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) = 0;
+  // Bytes of device memory free for allocation now (not reserved by this or
+  // other processes), by the backend's best measure (docs/backends.md says
+  // which); a backend that cannot tell says so.
+  virtual Expected<uint64_t> free_memory() const {
+    return unsupported(info().backend + ": this backend does not report free memory");
+  }
 };
 
 }  // namespace tessera

@@ -26,6 +26,13 @@ struct Roofs {
 struct DeviceInfo {
   std::string name;     // "AMD EPYC (2 threads)", "NVIDIA H200"
   std::string backend;  // "cpu", "vulkan", ...
+  int index = 0;        // its position in its backend's enumerate(): the N of "vulkan:N"
+  // What code for it is built for: on the CPU the x86-64 level the chosen
+  // kernels need ("x86-64-v4+avx512vnni", "x86-64-v3", "x86-64"; the
+  // machine name elsewhere), on Vulkan the driver for a CPU implementation
+  // ("lavapipe") else vendor:device id ("nvidia:0x2335"); CUDA would say
+  // "sm_90", ROCm "gfx90a". docs/backends.md lists them.
+  std::string arch;
   DeviceKind kind = DeviceKind::cpu;
   uint64_t memory_bytes = 0;
   uint32_t compute_units = 0;    // cores / SMs / CUs

@@ -114,6 +114,11 @@ std::vector<BackendReport> list_devices() {
   return out;
 }
 
+Expected<uint64_t> free_device_memory(const std::string& backend, int index) {
+  TS_ASSIGN_OR_RETURN(std::unique_ptr<Device> d, open_device(backend, index));
+  return d->free_memory();
+}
+
 std::vector<std::string> backend_load_errors() {
   register_builtin_backends();
   return BackendRegistry::global().load_errors();

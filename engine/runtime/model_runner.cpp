@@ -19,9 +19,34 @@ Expected<std::unique_ptr<Device>> open_device(const std::string& backend, int in
   if (!b) {
     std::string known;
     for (Backend* k : BackendRegistry::global().all()) known += (known.empty() ? "" : ", ") + k->name();
-    return not_found("--backend: '" + backend + "' is not available (have: " + known + ")");
+    return not_found("backend '" + backend + "' is not available (have: " + known + ")");
   }
   return b->open(index);
+}
+
+Expected<std::vector<OpenedDevice>> open_placement_devices(const DeviceId& target_id, Device& target, graph::PassContext& ctx) {
+  std::vector<OpenedDevice> opened;
+  ctx.target = target_id;
+  ctx.kernels = &target.kernels();
+  ctx.device = &target.info();
+  ctx.fallback_target = DeviceId{"cpu", 0};
+  ctx.fallback_kernels = &target.kernels();
+  ctx.fallback_device = &target.info();
+  if (target_id != ctx.fallback_target) {
+    TS_ASSIGN_OR_RETURN(auto cpu, open_device("cpu", 0));
+    ctx.fallback_kernels = &cpu->kernels();
+    ctx.fallback_device = &cpu->info();
+    opened.push_back({ctx.fallback_target, std::move(cpu)});
+  }
+  ctx.other_devices.clear();
+  for (const graph::PlacementOverride& o : ctx.placement_overrides) {
+    if (ctx.find_device(o.device)) continue;  // the target, the fallback, or opened for an earlier item
+    auto d = open_device(o.device.backend, o.device.index);
+    if (!d) return d.status().with_context("--place: device '" + o.device.to_string() + "' for '" + o.pattern + "'");
+    ctx.other_devices.push_back({o.device, &(*d)->kernels(), &(*d)->info()});
+    opened.push_back({o.device, std::move(*d)});
+  }
+  return opened;
 }
 
 Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const ModelWeights> weights,
@@ -40,8 +65,10 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   r->options_.max_prefill_tokens = std::min(o.max_prefill_tokens, ctx);
 
   DeviceSlot primary;
-  primary.backend = o.backend;
-  TS_ASSIGN_OR_RETURN(primary.device, open_device(o.backend, o.device));
+  primary.id = DeviceId{o.backend, o.device};
+  auto target = open_device(o.backend, o.device);
+  if (!target) return target.status().with_context("--backend");
+  primary.device = std::move(*target);
   r->devices_.push_back(std::move(primary));
   // One block of every layer's K and V pools, in the pools' element type (f32 today).
   const uint64_t bytes_per_block = 2ull * (uint64_t)c.n_layers * (uint64_t)o.block_size * (uint64_t)c.kv_dim() * sizeof(float);
@@ -64,74 +91,89 @@ Status ModelRunner::synchronize() {
   return Status::ok();
 }
 
-ModelRunner::DeviceSlot& ModelRunner::slot_of(const std::string& backend) {
-  return *std::find_if(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.backend == backend; });
+ModelRunner::DeviceSlot& ModelRunner::slot_of(const DeviceId& id) {
+  return *std::find_if(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.id == id; });
 }
 
 // Passes, placement and the weights: fusions ask the asked-for device's
 // kernel table (a backend without a fused kernel keeps the unfused
-// pattern); placement puts what it cannot run on the CPU, with copies; each
-// part of the placed graph gets its weights and KV pools on its device.
+// pattern); placement puts what it cannot run on the CPU and what --place
+// names where it says (another device of the same backend included), with
+// copies; each part of the placed graph gets its weights and KV pools on its device.
 Status ModelRunner::place_and_bind() {
   const RunnerOptions& o = options_;
-  std::unique_ptr<Device> cpu;
-  if (o.backend != "cpu") {
-    TS_ASSIGN_OR_RETURN(cpu, open_device("cpu", 0));
-  }
+  const DeviceId target_id = devices_[0].id;
   Device& target = *devices_[0].device;
   TS_ASSIGN_OR_RETURN(auto pipeline, graph::parse_pipeline(o.passes, o.backend));
   // Placement is not optional (the step must run somewhere): `--passes none` still places.
   if (std::none_of(pipeline.begin(), pipeline.end(), [](const graph::PassInfo* p) { return std::string(p->name) == "place"; }))
     pipeline.push_back(graph::find_pass("place"));
-  graph::PassContext ctx{o.backend, &target.kernels(), &target.info(), {}};
+  graph::PassContext ctx;
   TS_ASSIGN_OR_RETURN(ctx.tile_overrides, graph::parse_tile_overrides(o.tile));
   TS_ASSIGN_OR_RETURN(ctx.placement_overrides, graph::parse_placement_overrides(o.place));
-  ctx.fallback_target = "cpu";
-  ctx.fallback_kernels = cpu ? &cpu->kernels() : &target.kernels();
-  ctx.fallback_device = cpu ? &cpu->info() : &target.info();
+  // The CPU fallback and the devices --place names, opened now; each keeps
+  // a slot below only if placement put nodes on it.
+  TS_ASSIGN_OR_RETURN(std::vector<OpenedDevice> others, open_placement_devices(target_id, target, ctx));
   ctx.strict = o.strict;
   ctx.max_positions = max_context_;  // the rows of the folded RoPE tables
   TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));
   TS_TRY(graph::run_pipeline(graph_, pipeline, ctx));
 
-  // Never silently: what runs off the asked-for backend is reported once,
-  // a line per kind of node (op, weight dtype, reason) naming its first node.
-  size_t moved = 0, copies = 0;
+  // Never silently: what runs off the asked-for device is reported once,
+  // a line per kind of node (op, weight dtype, reason) naming its first
+  // node, then how many nodes each other device runs.
+  size_t copies = 0;
   std::vector<std::tuple<std::string, size_t, std::string>> kinds;  // (key, how many nodes, first node's line)
+  std::vector<std::pair<DeviceId, size_t>> elsewhere;                // nodes per device other than the target, first use first
   for (const auto& n : graph_.nodes) {
     if (n.op == OpKind::copy) {
       ++copies;
       continue;
     }
-    if (n.device == o.backend) continue;
-    ++moved;
-    // Grouped by the line with the node's label taken out.
+    if (n.device == target_id) continue;
+    auto at = std::find_if(elsewhere.begin(), elsewhere.end(), [&](const auto& e) { return e.first == n.device; });
+    if (at == elsewhere.end()) elsewhere.push_back({n.device, 1});
+    else ++at->second;
+    // Grouped by the line with the node's label and quoted names (its layer's
+    // KV pool) taken out, so that one line stands for every layer.
     const std::string line = graph::why_placed(graph_, n, ctx);
     std::string key = line;
-    if (const size_t at = key.find(n.label); !n.label.empty() && at != std::string::npos) key.erase(at, n.label.size());
+    if (const size_t pos = key.find(n.label); !n.label.empty() && pos != std::string::npos) key.erase(pos, n.label.size());
+    for (size_t open; (open = key.find('\'')) != std::string::npos;) {
+      const size_t close = key.find('\'', open + 1);
+      if (close == std::string::npos) break;
+      key.erase(open, close - open + 1);
+    }
     auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& kd) { return std::get<0>(kd) == key; });
     if (it == kinds.end()) kinds.push_back({key, 1, line});
     else ++std::get<1>(*it);
   }
   for (const auto& [key, count, line] : kinds)
     placement_notes_.push_back(line + (count > 1 ? " (and " + std::to_string(count - 1) + " more nodes like it)" : ""));
-  if (moved > 0)
-    placement_notes_.push_back(std::to_string(moved) + " of " + std::to_string(graph_.nodes.size() - copies) +
-                               " nodes run on cpu instead of " + o.backend + ", with " + std::to_string(copies) +
-                               " copies between the devices a step (`tessera ir --target " + o.backend + "` shows where)");
+  if (!elsewhere.empty()) {
+    // "10 of 84 nodes run on cpu:0 instead of vulkan:0", or "30 of 84 nodes run on vulkan:1, 10 on cpu:0 instead of vulkan:0".
+    std::string line;
+    for (const auto& [id, count] : elsewhere)
+      line += line.empty() ? std::to_string(count) + " of " + std::to_string(graph_.nodes.size() - copies) + " nodes run on " + id.to_string()
+                           : ", " + std::to_string(count) + " on " + id.to_string();
+    placement_notes_.push_back(line + " instead of " + target_id.to_string() + ", with " + std::to_string(copies) +
+                               " copies between the devices a step (`tessera ir --target " + target_id.to_string() +
+                               (o.place.empty() ? "" : " --place '" + o.place + "'") + "` shows where)");
+  }
 
   TS_ASSIGN_OR_RETURN(parts_, graph::partition_by_device(graph_));
   for (const graph::GraphPart& part : parts_) {
-    if (std::any_of(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.backend == part.device; })) continue;
-    if (!cpu || part.device != "cpu") return internal_error("placement put nodes on '" + part.device + "'");
-    DeviceSlot fallback;
-    fallback.backend = "cpu";
-    fallback.device = std::move(cpu);
-    devices_.push_back(std::move(fallback));
+    if (std::any_of(devices_.begin(), devices_.end(), [&](const DeviceSlot& d) { return d.id == part.device; })) continue;
+    auto it = std::find_if(others.begin(), others.end(), [&](const OpenedDevice& d) { return d.id == part.device; });
+    if (it == others.end()) return internal_error("placement put nodes on '" + part.device.to_string() + "', which is not open");
+    DeviceSlot slot;
+    slot.id = it->id;
+    slot.device = std::move(it->device);
+    devices_.push_back(std::move(slot));
   }
   // Streams only where a part runs (a backend that runs nothing may have none to give).
   for (DeviceSlot& slot : devices_) {
-    if (std::none_of(parts_.begin(), parts_.end(), [&](const graph::GraphPart& p) { return p.device == slot.backend; })) continue;
+    if (std::none_of(parts_.begin(), parts_.end(), [&](const graph::GraphPart& p) { return p.device == slot.id; })) continue;
     TS_ASSIGN_OR_RETURN(slot.stream, slot.device->create_stream());
     TS_ASSIGN_OR_RETURN(slot.moved, slot.device->create_event());
     for (auto& e : slot.done) {
@@ -317,7 +359,7 @@ Status ModelRunner::compile_buckets() {
           if (!bound[i]) return internal_error("KV pool '" + pb.name + "' is not in the cache");
         } else if (is_bound(pb.role)) {
           auto b = slot.bound.find(pb.name);
-          if (b == slot.bound.end()) return internal_error("'" + pb.name + "' is not bound on " + slot.backend);
+          if (b == slot.bound.end()) return internal_error("'" + pb.name + "' is not bound on " + slot.id.to_string());
           bound[i] = b->second.get();
         }
       }
@@ -335,7 +377,7 @@ Status ModelRunner::compile_buckets() {
       auto exe = slot.device->compile(plan, bound);
       if (!exe)
         return exe.status().with_context("compiling the " + std::to_string(l.key.first) + "-token, " +
-                                         std::to_string(l.key.second) + "-position bucket for " + slot.backend);
+                                         std::to_string(l.key.second) + "-position bucket for " + slot.id.to_string());
       pe.exe = std::move(*exe);
       prog.parts.push_back(std::move(pe));
     }

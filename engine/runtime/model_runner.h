@@ -1,5 +1,6 @@
 #pragma once
-// One model on its devices: weights imported once, and one compiled Executable
+// One model on its devices (the asked-for one, then the CPU or devices --place
+// names where placement puts nodes: one slot each): weights imported once, and one compiled Executable
 // per shape bucket (tokens, context), all compiled when a KV cache is attached
 // (warm-up), so a bucket that cannot compile fails at open, not mid-generation.
 // The KV cache is not the runner's: it makes one (create_kv_cache) for whoever
@@ -27,6 +28,7 @@
 #include "engine/runtime/llama_graph.h"
 #include "graph/ir.h"
 #include "graph/partition.h"
+#include "graph/pass_manager.h"
 
 namespace tessera {
 
@@ -110,7 +112,7 @@ class ModelRunner {
   const ModelWeights& weights() const { return *weights_; }
   const LlamaConfig& config() const { return weights_->config; }
   const graph::Graph& graph() const { return graph_; }
-  // The asked-for backend's device (the CPU may run some nodes too: placement_notes).
+  // The asked-for device (the CPU and devices --place names may run some nodes too: placement_notes).
   const DeviceInfo& device_info() const { return devices_[0].device->info(); }
   Device& device() { return *devices_[0].device; }
   const KvCacheSpec& kv_spec() const { return kv_spec_; }
@@ -127,8 +129,9 @@ class ModelRunner {
   Expected<const Plan*> plan_for(int32_t n_tokens, int32_t context = 0);
   // Kernel dispatches a step makes (placement's copies are not dispatches).
   size_t dispatches_per_step() const;
-  // One line per node that runs on the CPU instead of the asked-for backend,
-  // then a summary line; empty when the whole model runs where asked.
+  // One line per kind of node that runs off the asked-for device (on the CPU
+  // fallback, or where --place put it), then a summary line counting the
+  // nodes on each other device; empty when the whole model runs where asked.
   const std::vector<std::string>& placement_notes() const { return placement_notes_; }
   // The shape buckets compiled (tokens, context).
   std::vector<std::pair<int32_t, int32_t>> compiled_buckets() const;
@@ -136,9 +139,10 @@ class ModelRunner {
   uint64_t arena_bytes() const;
 
  private:
-  // One device the step runs on: [0] the asked-for backend, then the CPU when placement put nodes there.
+  // One device the step runs on: [0] the asked-for device, then each other
+  // device placement put nodes on (the CPU fallback, devices --place named).
   struct DeviceSlot {
-    std::string backend;
+    DeviceId id;
     std::unique_ptr<Device> device;
     std::unique_ptr<Stream> stream;
     std::unique_ptr<Event> moved;  // recorded after a value leaves this device for another
@@ -181,7 +185,7 @@ class ModelRunner {
   std::vector<std::pair<int32_t, int32_t>> bucket_keys() const;
   std::pair<int32_t, int32_t> bucket_for(int32_t n_tokens, int32_t context) const;
   Expected<BucketProgram*> program_for(int32_t n_tokens, int32_t context);
-  DeviceSlot& slot_of(const std::string& backend);
+  DeviceSlot& slot_of(const DeviceId& id);
   Status move_input(const BucketProgram& prog, const PartExecutable& part, const PartExecutable::Input& in,
                     const StepArgs& args);
   Status run_block_copies(std::span<const BlockCopy> copies);
@@ -212,6 +216,18 @@ class ModelRunner {
 
 // Opens `backend` device `index` from the registry (built-ins registered first).
 Expected<std::unique_ptr<Device>> open_device(const std::string& backend, int index);
+
+struct OpenedDevice {
+  DeviceId id;
+  std::unique_ptr<Device> device;
+};
+// Lists in ctx the devices placement may use: `target` (as ctx.target,
+// kernels, device), the CPU as the fallback (cpu:0; the target itself when
+// it is cpu:0), and each other device ctx.placement_overrides names
+// (other_devices). Opens the ones that are not the target and returns them:
+// the caller keeps them alive while ctx is used. A device that does not open
+// is an error naming --place.
+Expected<std::vector<OpenedDevice>> open_placement_devices(const DeviceId& target_id, Device& target, graph::PassContext& ctx);
 
 }  // namespace tessera
 

@@ -127,9 +127,10 @@ std::string gpu_tile_problem(const TileParams& t, const DeviceInfo& d) {
 Status tile(Graph& g, const PassContext& ctx) {
   for (Node& n : g.nodes) {
     if (!is_matmul(n.op)) continue;
-    // A node placement moved to the fallback is tiled for that device.
-    const bool moved = !n.device.empty() && n.device != ctx.target && n.device == ctx.fallback_target;
-    const DeviceInfo* device = moved ? ctx.fallback_device : ctx.device;
+    // A placed node is tiled for its device (the fallback, a device --place
+    // named); an unplaced one, or one on a device the context does not list, for the target.
+    const std::optional<PlacementDevice> placed = n.device.empty() ? std::nullopt : ctx.find_device(n.device);
+    const DeviceInfo* device = placed ? placed->info : ctx.device;
     if (device) n.tile = is_gpu(*device) ? choose_gpu(g, n, *device) : choose_cpu(g, n, *device);
     for (const TileOverride& o : ctx.tile_overrides) {
       if (o.op != "*" && o.op != name(n.op)) continue;

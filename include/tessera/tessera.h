@@ -101,6 +101,9 @@ struct BackendReport {
   std::string why_none;  // when devices is empty
 };
 std::vector<BackendReport> list_devices();
+// Bytes of memory free now on device `index` of `backend` (it opens the
+// device to ask; docs/backends.md says how each backend measures).
+Expected<uint64_t> free_device_memory(const std::string& backend, int index);
 std::vector<std::string> backend_load_errors();
 
 }  // namespace tessera

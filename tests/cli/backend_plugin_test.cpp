@@ -34,9 +34,9 @@ TEST_CASE("a backend without the kernels is reported once, a line per kind of no
   const auto r = with_plugins({"run", "-m", shared_path("models/stories260K.bin"), "--prompt-ids", "1,277", "--temp", "0", "-n", "8",
                                "--print-ids", "--backend", "skeleton"});
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  CHECK(r.err.find("skeleton cannot run blk.0.attn_q (matmul, f32): the skeleton backend implements no kernels") != std::string::npos);
+  CHECK(r.err.find("skeleton:0 cannot run blk.0.attn_q (matmul, f32): the skeleton backend implements no kernels") != std::string::npos);
   CHECK(r.err.find("more nodes like it") != std::string::npos);
-  CHECK(r.err.find(" nodes run on cpu instead of skeleton, with 0 copies") != std::string::npos);
+  CHECK(r.err.find(" nodes run on cpu:0 instead of skeleton:0, with 0 copies") != std::string::npos);
   // Once: each kind of node has one line, however many nodes it has.
   CHECK(r.err_lines().size() < 13);  // 10 kinds of node (the greedy sampler included), the summary, the metrics
   CHECK(trim(r.out).rfind("1,277,", 0) == 0);
@@ -47,5 +47,5 @@ TEST_CASE("--strict refuses to run a model the backend cannot run") {
                                "--print-ids", "--backend", "skeleton", "--strict"});
   CHECK(r.exit_code != 0);
   REQUIRE(r.err_lines().size() == 1);
-  CHECK(r.err.find("--strict: skeleton cannot run token_embd") != std::string::npos);
+  CHECK(r.err.find("--strict: skeleton:0 cannot run token_embd") != std::string::npos);
 }

@@ -227,7 +227,7 @@ TEST_CASE("fuse_matmul_residual keeps its pattern; the epilogue takes a gated re
 
 TEST_CASE("a target without the program kernels keeps every pattern unfused") {
   NoProgramKernels k;
-  PassContext ctx{"noprog", &k, nullptr, {}};
+  PassContext ctx{{"noprog", 0}, &k, nullptr, {}};
   for (const char* text : {kChain_before, kBiasGelu_before, kLong_before}) {
     auto g = parse(text, "test.ir");
     REQUIRE(g.has_value());

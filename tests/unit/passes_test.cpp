@@ -254,7 +254,7 @@ TEST_CASE("fuse_rope_kv_append makes one attention prologue of both ropes and th
 
 TEST_CASE("a target without the fused kernels keeps every unfused pattern") {
   UnfusedKernels unfused;
-  PassContext ctx{"unfused", &unfused};
+  PassContext ctx{{"unfused", 0}, &unfused};
   for (const char* text : {kFuseQkv_before, kFuseGateUp_before, kFuseRopeKvAppend_before, kFuseResidualNorm_before}) {
     auto g = parse(text, "test.ir");
     REQUIRE(g.has_value());

@@ -33,7 +33,7 @@ Expected<std::string> tiled(const DeviceInfo* d, const std::string& overrides = 
   auto g = parse(kThreeMatmuls, "three.ir");
   REQUIRE_MESSAGE(g.has_value(), g.status().message());
   PassContext ctx;
-  ctx.target = d ? d->backend : "cpu";
+  ctx.target = {d ? d->backend : "cpu", 0};
   ctx.device = d;
   auto o = parse_tile_overrides(overrides);
   REQUIRE_MESSAGE(o.has_value(), o.status().message());
@@ -197,4 +197,30 @@ TEST_CASE("tile{...} in IR text parses only known fields within their ranges") {
   auto bad_name = with("tile_k=16");
   REQUIRE(!bad_name.has_value());
   CHECK(bad_name.status().message().find("expected a tile field (weight_block_bytes,") != std::string::npos);
+}
+
+TEST_CASE("tiles of a node --place put on a second device of the backend come from that device's DeviceInfo") {
+  // Oracle: the tiles each device gives the whole graph on its own.
+  const DeviceInfo small = vulkan_small(), roofed = vulkan_roofed();
+  auto all_small = tiled(&small), all_roofed = tiled(&roofed);
+  REQUIRE(all_small.has_value());
+  REQUIRE(all_roofed.has_value());
+  auto g = parse(kThreeMatmuls, "three.ir");
+  REQUIRE(g.has_value());
+  PassContext ctx;
+  ctx.target = {"vulkan", 0};
+  ctx.device = &small;
+  ctx.other_devices.push_back({{"vulkan", 1}, nullptr, &roofed});
+  auto o = parse_placement_overrides("mid=vulkan:1");
+  REQUIRE(o.has_value());
+  ctx.placement_overrides = *o;
+  REQUIRE(run_passes(*g, "place,tile", ctx).is_ok());
+  const std::string text = print(*g);
+  auto tile_of = [](const std::string& line) { return line.substr(line.find("tile{"), line.find('}') - line.find("tile{") + 1); };
+  CHECK(line_of(text, "mid").find("@vulkan:1") != std::string::npos);
+  CHECK(tile_of(line_of(text, "mid")) == tile_of(line_of(*all_roofed, "mid")));
+  CHECK(tile_of(line_of(text, "small")) == tile_of(line_of(*all_small, "small")));
+  CHECK(tile_of(line_of(text, "big")) == tile_of(line_of(*all_small, "big")));
+  // The two devices differ on mid, so the test tells them apart.
+  CHECK(tile_of(line_of(*all_roofed, "mid")) != tile_of(line_of(*all_small, "mid")));
 }

@@ -43,7 +43,7 @@ TEST_CASE("vulkan placement: attention, a whole layer or the classifier on the c
       CHECK(join_ids(ids) == join_ids(std::vector<int32_t>(cases[i].full_ids.begin(), cases[i].full_ids.begin() + (ptrdiff_t)ids.size())));
       // Reported once: a line per kind of node, then the summary.
       CHECK(r.err.find("--place puts ") != std::string::npos);
-      CHECK(r.err.find(" nodes run on cpu instead of vulkan, with ") != std::string::npos);
+      CHECK(r.err.find(" nodes run on cpu:0 instead of vulkan:0, with ") != std::string::npos);
     }
   }
 }
@@ -52,9 +52,9 @@ TEST_CASE("vulkan placement: tessera ir --target vulkan shows the devices and th
   if (skipped()) return;
   const auto ir = run_tessera({"ir", "-m", shared_path("models/stories260K.bin"), "--target", "vulkan", "--place", "paged_attention=cpu"});
   REQUIRE_MESSAGE(ir.exit_code == 0, ir.err);
-  CHECK(ir.out.find("@vulkan  # blk.0.attn_q") != std::string::npos);
-  CHECK(ir.out.find("@cpu  # blk.0.attention") != std::string::npos);
-  CHECK(ir.out.find("@cpu  # blk.0.kv_append") != std::string::npos);
+  CHECK(ir.out.find("@vulkan:0  # blk.0.attn_q") != std::string::npos);
+  CHECK(ir.out.find("@cpu:0  # blk.0.attention") != std::string::npos);
+  CHECK(ir.out.find("@cpu:0  # blk.0.kv_append") != std::string::npos);
   CHECK(ir.out.find("= copy(") != std::string::npos);
   const auto strict = run_tessera({"run", "--backend", "vulkan", "--strict", "--place", "paged_attention=cpu", "-m",
                                    shared_path("models/stories260K.bin"), "--prompt-ids", "1", "-n", "4"});

@@ -19,9 +19,13 @@ int devices_main() {
     }
     for (size_t i = 0; i < r.devices.size(); ++i) {
       const DeviceInfo& d = r.devices[i];
-      std::printf("%s:%zu  %s\n", r.backend.c_str(), i, d.name.c_str());
-      std::printf("    kind %s, %u compute units, %s memory, %u-bit SIMD (%s kernels)\n", to_string(d.kind), d.compute_units,
-                  mib(d.memory_bytes).c_str(), d.simd_width_bits, d.kernel_isa.c_str());
+      std::printf("%s:%d  %s\n", r.backend.c_str(), d.index, d.name.c_str());
+      // Free memory is asked of the opened device; a device that cannot say shows why.
+      const auto free = free_device_memory(r.backend, d.index);
+      const std::string free_text = free ? mib(*free) + " free" : "free memory unknown: " + free.status().message();
+      std::printf("    arch %s, kind %s, %u compute units, %s memory (%s), %u-bit SIMD (%s kernels)\n", d.arch.c_str(),
+                  to_string(d.kind), d.compute_units, mib(d.memory_bytes).c_str(), free_text.c_str(), d.simd_width_bits,
+                  d.kernel_isa.c_str());
       std::printf("    caches: L1d %llu KiB, L2 %llu KiB, last level %s\n", (unsigned long long)(d.l1_bytes >> 10),
                   (unsigned long long)(d.l2_bytes >> 10), mib(d.last_level_cache_bytes).c_str());
       if (d.subgroup_size)

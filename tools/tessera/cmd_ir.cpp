@@ -28,27 +28,23 @@ struct IrFlags {
 // Runs the pipeline on g with the target's kernel table, printing and timing as asked.
 // max_positions: the context the RoPE tables are folded for (0: fold_constants skips).
 int run_and_print(graph::Graph& g, const std::string& spec, int32_t max_positions) {
-  auto pipeline = graph::parse_pipeline(spec, f.target);
+  auto target = parse_device_id(f.target, "--target");
+  if (!target) return fail(target.status());
+  auto pipeline = graph::parse_pipeline(spec, target->backend);
   if (!pipeline) return fail(pipeline.status());
   // The target's kernel table decides which fusions apply.
-  auto device = open_device(f.target, 0);
+  auto device = open_device(target->backend, target->index);
   if (!device) return fail(device.status().with_context("--target"));
-  graph::PassContext ctx{f.target, &(*device)->kernels(), &(*device)->info(), {}, {}};
+  graph::PassContext ctx;
   auto overrides = graph::parse_tile_overrides(f.tile);
   if (!overrides) return fail(overrides.status());
   ctx.tile_overrides = *overrides;
-  // Placement's fallback is the CPU: its kernel table says what it can take.
-  std::unique_ptr<Device> cpu;
-  if (f.target != "cpu") {
-    auto c = open_device("cpu", 0);
-    if (!c) return fail(c.status());
-    cpu = std::move(*c);
-  }
-  ctx.fallback_kernels = cpu ? &cpu->kernels() : ctx.kernels;
-  ctx.fallback_device = cpu ? &cpu->info() : ctx.device;
   auto place = graph::parse_placement_overrides(f.place);
   if (!place) return fail(place.status());
   ctx.placement_overrides = *place;
+  // Placement's fallback is the CPU, and --place may name other devices: their kernel tables say what they take.
+  auto others = open_placement_devices(*target, **device, ctx);
+  if (!others) return fail(others.status());
   ctx.strict = f.strict;
   ctx.max_positions = max_positions;
   auto layout = graph::parse_weight_layout_override(f.weight_layout);
@@ -96,7 +92,7 @@ int ir_main() {
   if (f.list_passes) {
     for (const auto& p : graph::registered_passes()) std::printf("%-22s [%s] %s\n", p.name, p.backends, p.summary);
     std::string order;
-    for (const auto& n : graph::default_pipeline(f.target)) order += (order.empty() ? "" : ",") + n;
+    for (const auto& n : graph::default_pipeline(f.target)) order += (order.empty() ? "" : ",") + n;  // the same for every target
     std::printf("default order for %s: %s\n", f.target.c_str(), order.c_str());
     return 0;
   }
@@ -122,9 +118,9 @@ Subcommand add_ir(CLI::App& app) {
   s->add_flag("--print-after-all", f.print_after_all, "print the graph after every pass");
   s->add_option("--print-after", f.print_after, "print the graph after the pass NAME");
   s->add_flag("--time-passes", f.time_passes, "report each pass's time on stderr");
-  s->add_option("--target", f.target, "backend whose kernel table the passes ask (cpu, or a plugin's name)");
+  s->add_option("--target", f.target, "device whose kernel table the passes ask: BACKEND or BACKEND:INDEX (cpu, vulkan:1)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... e.g. matmul.chunk_bytes=32768,*.tile_m=32");
-  s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, e.g. paged_attention=cpu");
+  s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, DEVICE an id like cpu or vulkan:1 (docs/ir.md)");
   s->add_flag("--strict", f.strict, "placement refuses a node the target cannot run instead of putting it on the CPU");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s->add_option("--memory-plan", f.memory_plan_rows, "after the graph, print its arena plan at this many rows (T = R)");

@@ -129,7 +129,7 @@ Subcommand add_run(CLI::App& app) {
   s->add_option("--ctx", f.ctx, "context length to allocate (default: the model's, at most 4096)");
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
-  s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob (docs/ir.md)");
+  s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, DEVICE an id like cpu or vulkan:1 (docs/ir.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s->add_flag("--strict", f.strict, "refuse to run nodes the backend lacks on the CPU instead");
   s->add_flag("--print-ids", f.print_ids, "print the whole id sequence on one line instead of text");
