@@ -29,6 +29,7 @@ Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
   ro.device = o.device;
   ro.max_context = o.max_context;
   ro.max_prefill_tokens = o.max_prefill_tokens;
+  ro.kv_cache_bytes = o.kv_cache_bytes;
   ro.strict = o.strict;
   ro.passes = o.passes;
   ro.tile = o.tile;

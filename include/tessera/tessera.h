@@ -30,6 +30,7 @@ struct ModelOptions {
   int device = 0;
   int32_t max_context = 0;     // 0: the model's context length, capped at 4096
   int32_t max_prefill_tokens = 256;
+  uint64_t kv_cache_bytes = 0;  // K/V pools over every layer; 0: one whole context (docs/architecture.md, KvCache)
   bool strict = false;         // refuse rather than run nodes the backend lacks on the CPU
   std::string passes = "default";  // graph passes: "default", "none", "default,-fuse_qkv", ... (docs/ir.md)
   std::string tile;                // tile overrides: "matmul.chunk_bytes=32768,..." (docs/ir.md)

@@ -18,6 +18,8 @@ struct RunFlags {
   int64_t seed = -1;
   int device = 0;
   int32_t ctx = 0;
+  int32_t max_prefill = 256;
+  uint64_t kv_cache_bytes = 0;
   bool print_ids = false;
   bool strict = false;
 } f;
@@ -35,6 +37,8 @@ int run_main() {
   mo.backend = f.backend;
   mo.device = f.device;
   mo.max_context = f.ctx;
+  mo.max_prefill_tokens = f.max_prefill;
+  mo.kv_cache_bytes = f.kv_cache_bytes;
   mo.strict = f.strict;
   mo.passes = f.passes;
   mo.tile = f.tile;
@@ -127,6 +131,10 @@ Subcommand add_run(CLI::App& app) {
   s->add_option("--backend", f.backend, "backend: cpu, or a plugin's name");
   s->add_option("--device", f.device, "device index within the backend");
   s->add_option("--ctx", f.ctx, "context length to allocate (default: the model's, at most 4096)");
+  s->add_option("--max-prefill", f.max_prefill, "most tokens one step runs (a longer prompt goes in chunks; default 256)")
+      ->check(CLI::Range(1, 1 << 20));
+  s->add_option("--kv-cache-bytes", f.kv_cache_bytes,
+                "bytes of K/V pools over every layer (default: one whole context; less is refused)");
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, DEVICE an id like cpu or vulkan:1 (docs/ir.md)");
