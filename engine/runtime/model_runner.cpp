@@ -256,10 +256,16 @@ Status ModelRunner::move_input(const BucketProgram& prog, const PartExecutable& 
   Buffer& src_buf = src.exe->buffer(in.src.buffer);
   Buffer& dst_buf = part.exe->buffer(in.buffer);
   const size_t bytes = (size_t)(rows_at(in.src.rows, in.src.desc, args) * (int64_t)in.src.desc.row_bytes());
-  if (std::byte* dst = dst_buf.host_data()) return from.download({dst, bytes}, src_buf, in.src.offset);
+  // A download's bytes are there only once its stream has caught up
+  // (core/hal/stream.h), and the next part reads them at once.
+  if (std::byte* dst = dst_buf.host_data()) {
+    TS_TRY(from.download({dst, bytes}, src_buf, in.src.offset));
+    return from.synchronize();
+  }
   if (std::byte* s = src_buf.host_data()) return to.upload(dst_buf, 0, {s + in.src.offset, bytes});
   if (staging_.size() < bytes) staging_.resize(bytes);
   TS_TRY(from.download({staging_.data(), bytes}, src_buf, in.src.offset));
+  TS_TRY(from.synchronize());
   return to.upload(dst_buf, 0, {staging_.data(), bytes});
 }
 
