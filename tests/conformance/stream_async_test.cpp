@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <numeric>
@@ -145,26 +146,58 @@ TEST_CASE("stress: uploads, downloads and copies at random sizes and offsets, th
   }
 }
 
-TEST_CASE("a download's bytes are in place once an event after it completes, when another thread synchronizes it") {
+TEST_CASE("a download's bytes are in place once an event after it completes, synchronized on another thread while the stream goes on") {
   RingBytes small("1024");
   Rng rng(712);
   for (Device* d : stream_devices()) {
     CAPTURE(label_of(d));
     auto s = std::move(*d->create_stream());
     const size_t n = 20000;
-    auto x = alloc(*d, n, MemoryUse::activations);
+    auto x = alloc(*d, n, MemoryUse::activations), y = alloc(*d, n, MemoryUse::activations);
     const auto data = random_bytes(rng, n);
     REQUIRE(s->upload(*x, 0, data).is_ok());
     std::vector<std::byte> got(n, std::byte{0});
     REQUIRE(s->download(got, *x, 0).is_ok());
     auto e = event(*d);
     REQUIRE(s->record(*e).is_ok());
+    // The other thread runs the stream's host copies while this one keeps
+    // the stream busy (its ring reuse runs them too).
     Status waited = Status::ok();
-    std::thread other([&] { waited = e->synchronize(); });
+    bool same = false;
+    std::thread other([&] {
+      waited = e->synchronize();
+      same = got == data;
+    });
+    std::vector<std::vector<std::byte>> more(8, std::vector<std::byte>(n / 8));
+    for (size_t i = 0; i < more.size(); ++i) {
+      REQUIRE(s->upload(*y, 0, random_bytes(rng, n)).is_ok());
+      REQUIRE(s->download(more[i], *x, i * (n / 8)).is_ok());
+    }
     other.join();
     REQUIRE(waited.is_ok());
-    CHECK(got == data);
+    CHECK(same);
     REQUIRE(s->synchronize().is_ok());
+    for (size_t i = 0; i < more.size(); ++i)
+      CHECK(std::equal(more[i].begin(), more[i].end(), data.begin() + (ptrdiff_t)(i * (n / 8))));
+  }
+}
+
+TEST_CASE("copy_blocks: blocks that chain within one pool are copied in the order given, as the CPU copies them") {
+  Rng rng(715);
+  for (Device* d : stream_devices()) {
+    CAPTURE(label_of(d));
+    auto s = std::move(*d->create_stream());
+    const uint64_t bb = 48;
+    const int32_t blocks = 6;
+    auto pool = alloc(*d, bb * blocks, MemoryUse::kv_cache);
+    auto expect = random_bytes(rng, bb * blocks);
+    REQUIRE(s->upload(*pool, 0, expect).is_ok());
+    // 1 -> 2 then 2 -> 3: block 3 gets what block 1 held; 5 -> 0 twice, then 4 -> 0: block 0 ends as block 4.
+    const std::vector<BlockCopy> chain = {{1, 2}, {2, 3}, {5, 0}, {5, 0}, {4, 0}};
+    for (const BlockCopy& c : chain) std::copy_n(expect.begin() + (ptrdiff_t)(c.src * bb), bb, expect.begin() + (ptrdiff_t)(c.dst * bb));
+    const std::vector<KvPoolCopy> pools = {{pool.get(), pool.get(), bb}};
+    REQUIRE(s->copy_blocks(pools, chain).is_ok());
+    CHECK(read_back(*d, *s, *pool, bb * blocks) == expect);
   }
 }
 
