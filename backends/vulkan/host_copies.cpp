@@ -20,9 +20,4 @@ void HostCopies::run_through(uint64_t value) {
   }
 }
 
-bool HostCopies::empty() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return copies_.empty();
-}
-
 }  // namespace tessera::vulkan

@@ -20,7 +20,6 @@ class HostCopies {
   void add(uint64_t value, const std::byte* from, std::byte* to, uint64_t bytes);
   // Runs every copy owed for submissions up to `value`; the caller knows they have finished.
   void run_through(uint64_t value);
-  bool empty() const;
 
  private:
   struct Copy {
@@ -29,7 +28,7 @@ class HostCopies {
     std::byte* to;
     uint64_t bytes;
   };
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::deque<Copy> copies_;
 };
 
