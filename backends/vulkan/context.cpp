@@ -1,5 +1,7 @@
 #include "backends/vulkan/context.h"
 
+#include <string>
+
 #include "backends/vulkan/allocator.h"
 #include "backends/vulkan/pipelines.h"
 
@@ -55,13 +57,25 @@ DeviceContext::~DeviceContext() {
   api_.vkDestroyDevice(device_, nullptr);
 }
 
-Expected<uint64_t> DeviceContext::submit(VkCommandBuffer cb) {
+Expected<uint64_t> DeviceContext::submit(VkCommandBuffer cb, uint64_t wait_value) {
   std::lock_guard<std::mutex> lock(queue_mutex_);
   const uint64_t value = submitted_ + 1;
+  // A value at or past `value` would never be signalled before this batch runs.
+  if (wait_value >= value)
+    return internal_error("vulkan: a submission waits for timeline value " + std::to_string(wait_value) +
+                          ", which no earlier submission signals");
   VkTimelineSemaphoreSubmitInfo timeline{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
   timeline.signalSemaphoreValueCount = 1;
   timeline.pSignalSemaphoreValues = &value;
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, &timeline};
+  const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  if (wait_value > 0) {
+    timeline.waitSemaphoreValueCount = 1;
+    timeline.pWaitSemaphoreValues = &wait_value;
+    si.waitSemaphoreCount = 1;
+    si.pWaitSemaphores = &timeline_;
+    si.pWaitDstStageMask = &wait_stage;
+  }
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
   si.signalSemaphoreCount = 1;

@@ -29,13 +29,14 @@ class DeviceContext {
   PipelineCache& pipelines() { return *pipelines_; }
 
   // Submits `cb` to the queue; returns the timeline value it signals when done.
-  Expected<uint64_t> submit(VkCommandBuffer cb);
+  // With `wait_value`, the queue holds the submission until the timeline has
+  // reached it (another stream's event): a wait on the device, not the host.
+  Expected<uint64_t> submit(VkCommandBuffer cb, uint64_t wait_value = 0);
   // Blocks until every submission up to `value` has finished.
   Status wait(uint64_t value);
   uint64_t last_submitted() const;
   // The timeline's value now: every submission up to it has finished.
   uint64_t completed() const;
-
 
  private:
   DeviceContext(const VulkanApi& api, const PhysicalDevice& p);

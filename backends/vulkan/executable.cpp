@@ -116,13 +116,16 @@ Status VulkanExecutable::allocate_buffers(std::span<Buffer* const> bound) {
         break;
     }
   }
-  // All step arrays in one buffer: one host write (or one staged copy) a step.
+  // All step arrays in one buffer: one staged copy a step. The copy is made
+  // even where the block is host-visible (lavapipe, integrated GPUs): written
+  // in place, the next step's inputs would have to wait for this step to end.
   TS_ASSIGN_OR_RETURN(auto block, VulkanBuffer::create(ctx_, step_block_bytes_, MemoryUse::step_input, MemoryKind::device_local));
   step_block_ = block.get();
   owned_.push_back(std::move(block));
-  if (!step_block_->mapped() || force_staging()) {
+  for (StepSlot& slot : slots_) {
     TS_ASSIGN_OR_RETURN(auto staging, VulkanBuffer::create(ctx_, step_block_bytes_, MemoryUse::step_input, MemoryKind::staging));
-    step_staging_ = staging.get();
+    if (!staging->mapped()) return internal_error("vulkan: step staging memory is not host-visible");
+    slot.staging = staging.get();
     owned_.push_back(std::move(staging));
   }
   for (size_t i = 0; i < plan_.buffers.size(); ++i) {
@@ -140,25 +143,30 @@ Expected<std::unique_ptr<VulkanExecutable>> VulkanExecutable::create(std::shared
   TS_TRY(exe->allocate_buffers(bound));
   ExecutableEncodeContext ec(*exe, transfer);
   for (const Dispatch& d : exe->plan_.dispatches) TS_TRY(encode_dispatch(d, ec, exe->dispatches_));
-  const StepCopy copy{exe->step_staging_, exe->step_block_, exe->step_block_bytes_};
+  std::vector<StepCopy> copies;
+  for (const StepSlot& slot : exe->slots_) copies.push_back({slot.staging, exe->step_block_, exe->step_block_bytes_});
   TS_ASSIGN_OR_RETURN(exe->recording_,
-                      Recording::create(exe->ctx_, exe->dispatches_, *exe->step_block_, copy, exe->plan_.bucket.max_tokens));
+                      Recording::create(exe->ctx_, exe->dispatches_, *exe->step_block_, copies, exe->plan_.bucket.max_tokens));
   return exe;
 }
 
 VulkanExecutable::~VulkanExecutable() {
-  // The recorded buffers and every buffer it names must outlive the last submission.
-  if (ctx_->wait(last_submit_).is_ok() && uncollected_) recording_->collect_profile();
+  // The recorded buffers and every buffer they name must outlive the last submission.
+  if (!recording_) return;
+  for (uint32_t s = 0; s < kSlots; ++s)
+    if (ctx_->wait(slots_[s].last_submit).is_ok() && slots_[s].uncollected) recording_->collect_profile(s);
 }
 
-VkCommandBuffer VulkanExecutable::command_buffer() const { return recording_->handle(); }
+VkCommandBuffer VulkanExecutable::command_buffer(uint32_t slot) const { return recording_->handle(slot); }
 
-Status VulkanExecutable::prepare(const StepArgs& a) {
+Expected<uint32_t> VulkanExecutable::prepare(const StepArgs& a) {
   TS_TRY(check_step_args(plan_.bucket, limits_, a));
-  TS_TRY(ctx_->wait(last_submit_));
-  if (uncollected_) recording_->collect_profile();
-  uncollected_ = false;
-  std::byte* block = step_staging_ ? step_staging_->mapped() : step_block_->mapped();
+  const uint32_t s = next_slot_;
+  StepSlot& slot = slots_[s];
+  TS_TRY(ctx_->wait(slot.last_submit));  // step N-1, not step N
+  if (slot.uncollected) recording_->collect_profile(s);
+  slot.uncollected = false;
+  std::byte* block = slot.staging->mapped();
   const uint32_t params[4] = {(uint32_t)a.n_tokens, (uint32_t)a.n_seqs, (uint32_t)a.n_logit_rows,
                               (uint32_t)plan_.bucket.max_blocks_per_seq};
   std::memcpy(block, params, sizeof(params));
@@ -171,7 +179,7 @@ Status VulkanExecutable::prepare(const StepArgs& a) {
     if ((uint64_t)n * 4 > pb.bytes) return invalid_argument(std::string("step: ") + to_string(pb.field) + " exceeds the bucket");
     if (n > 0) std::memcpy(block + field_offsets_[i], src, (size_t)n * 4);
   }
-  return Status::ok();
+  return s;
 }
 
 }  // namespace tessera::vulkan

@@ -1,9 +1,14 @@
 #pragma once
 // A Plan compiled for one Vulkan device: its arena and step inputs allocated,
-// every dispatch encoded, pipelines and descriptor sets made, and ONE command
-// buffer recorded. A step writes the step parameters and arrays into one
-// small buffer (mapped, or staged and copied by the first command of the
-// recorded buffer) and submits the same command buffer again.
+// every dispatch encoded, pipelines and descriptor sets made, and command
+// buffers recorded once. The shaders read the step parameters and arrays from
+// one device-local step block; the host writes them into one of TWO
+// host-visible step slots, and the slot's recorded command buffer first
+// copies that slot into the block. Steps alternate slots, so preparing step
+// N+1 waits only for step N-1 (the last to read that slot), never for step N:
+// the host fills the next step's inputs while the device runs the current
+// one. Overwriting the block is ordered after the previous step's shaders by
+// the barrier each recorded buffer starts with.
 #include <memory>
 #include <vector>
 
@@ -28,13 +33,16 @@ class VulkanExecutable final : public Executable {
   Buffer& buffer(uint32_t id) override { return *buffers_[id]; }
   const DeviceContext* context() const { return ctx_.get(); }
 
-  // Checks the step (core/hal/step_check.h) and writes its arrays; waits for
-  // this executable's previous step first, which reads the same memory.
-  Status prepare(const StepArgs& args);
-  VkCommandBuffer command_buffer() const;
-  void submitted(uint64_t value) {
-    last_submit_ = value;
-    uncollected_ = true;
+  static constexpr uint32_t kSlots = 2;
+  // Checks the step (core/hal/step_check.h) and writes its arrays into the
+  // next slot, after waiting for the step that last used that slot; returns
+  // the slot, whose command buffer the stream then submits.
+  Expected<uint32_t> prepare(const StepArgs& args);
+  VkCommandBuffer command_buffer(uint32_t slot) const;
+  void submitted(uint32_t slot, uint64_t value) {
+    slots_[slot].last_submit = value;
+    slots_[slot].uncollected = true;
+    next_slot_ = (slot + 1) % kSlots;
   }
 
  private:
@@ -47,14 +55,18 @@ class VulkanExecutable final : public Executable {
   StepLimits limits_;
   std::vector<VulkanBuffer*> buffers_;                // by plan buffer id
   std::vector<std::unique_ptr<VulkanBuffer>> owned_;  // arena, step block and its views, scratch, tables
-  VulkanBuffer* step_block_ = nullptr;     // step parameters, then each step array, device-local
-  VulkanBuffer* step_staging_ = nullptr;   // its host-visible twin when the block is not mapped
-  std::vector<uint64_t> field_offsets_;    // in the step block, by plan buffer id (step inputs)
+  VulkanBuffer* step_block_ = nullptr;   // step parameters, then each step array, device-local
+  std::vector<uint64_t> field_offsets_;  // in the step block, by plan buffer id (step inputs)
   uint64_t step_block_bytes_ = 0;
   std::vector<EncodedDispatch> dispatches_;
   std::unique_ptr<Recording> recording_;
-  uint64_t last_submit_ = 0;
-  bool uncollected_ = false;  // the last step's timestamps are not in the profile yet
+  struct StepSlot {
+    VulkanBuffer* staging = nullptr;  // host-visible, the step block's layout
+    uint64_t last_submit = 0;         // timeline value of the last step that read it
+    bool uncollected = false;         // that step's timestamps are not in the profile yet
+  };
+  StepSlot slots_[kSlots];
+  uint32_t next_slot_ = 0;
 };
 
 }  // namespace tessera::vulkan

@@ -40,11 +40,15 @@ bool profiling_enabled() {
 }
 
 Expected<std::unique_ptr<Recording>> Recording::create(std::shared_ptr<DeviceContext> ctx, const std::vector<EncodedDispatch>& dispatches,
-                                                       const VulkanBuffer& step_params, const StepCopy& copy, int32_t bucket_tokens) {
+                                                       const VulkanBuffer& step_params, std::span<const StepCopy> slots,
+                                                       int32_t bucket_tokens) {
   std::unique_ptr<Recording> r(new Recording(ctx));
   r->bucket_tokens_ = bucket_tokens;
   const VulkanApi& vk = ctx->vk();
-  TS_ASSIGN_OR_RETURN(r->cb_, CommandBuffer::create(*ctx));
+  r->slots_.resize(slots.size());
+  for (Slot& slot : r->slots_) {
+    TS_ASSIGN_OR_RETURN(slot.cb, CommandBuffer::create(*ctx));
+  }
   TS_ASSIGN_OR_RETURN(r->dummy_, VulkanBuffer::create(ctx, 16, MemoryUse::activations, MemoryKind::device_local));
 
   const uint32_t n_sets = (uint32_t)std::max<size_t>(dispatches.size(), 1);
@@ -62,21 +66,25 @@ Expected<std::unique_ptr<Recording>> Recording::create(std::shared_ptr<DeviceCon
   r->sets_.resize(n_sets);
   TS_VK_TRY(vk.vkAllocateDescriptorSets(ctx->device(), &ai, r->sets_.data()), "vkAllocateDescriptorSets");
 
-  if (profiling_enabled() && ctx->physical().timestamp_valid_bits && !dispatches.empty()) {
-    VkQueryPoolCreateInfo qci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    qci.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qci.queryCount = (uint32_t)dispatches.size() * 2;
-    TS_VK_TRY(vk.vkCreateQueryPool(ctx->device(), &qci, nullptr, &r->queries_), "vkCreateQueryPool");
+  r->timed_ = profiling_enabled() && ctx->physical().timestamp_valid_bits && !dispatches.empty();
+  for (uint32_t s = 0; s < slots.size(); ++s) {
+    if (r->timed_) {
+      VkQueryPoolCreateInfo qci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      qci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qci.queryCount = (uint32_t)dispatches.size() * 2;
+      TS_VK_TRY(vk.vkCreateQueryPool(ctx->device(), &qci, nullptr, &r->slots_[s].queries), "vkCreateQueryPool");
+    }
+    TS_TRY(r->record(s, dispatches, step_params, slots[s]));
   }
-  TS_TRY(r->record(dispatches, step_params, copy));
   return r;
 }
 
 Recording::~Recording() {
   const VulkanApi& vk = ctx_->vk();
-  if (queries_) vk.vkDestroyQueryPool(ctx_->device(), queries_, nullptr);
+  for (Slot& slot : slots_)
+    if (slot.queries) vk.vkDestroyQueryPool(ctx_->device(), slot.queries, nullptr);
   if (descriptor_pool_) vk.vkDestroyDescriptorPool(ctx_->device(), descriptor_pool_, nullptr);
-  if (!queries_ || steps_ == 0) return;
+  if (!timed_ || steps_ == 0) return;
   double total = 0;
   for (double t : op_ns_) total += t;
   std::fprintf(stderr, "profile: vulkan bucket of %d tokens, %llu steps, %.3f ms per step (GPU time)\n", bucket_tokens_,
@@ -113,13 +121,16 @@ Expected<VkDescriptorBufferInfo> Recording::descriptor_for(const TensorBinding& 
   return VkDescriptorBufferInfo{b.buffer->handle(), bound, range};
 }
 
-Status Recording::record(const std::vector<EncodedDispatch>& dispatches, const VulkanBuffer& step_params, const StepCopy& copy) {
+Status Recording::record(uint32_t slot, const std::vector<EncodedDispatch>& dispatches, const VulkanBuffer& step_params,
+                         const StepCopy& copy) {
   const VulkanApi& vk = ctx_->vk();
   PipelineCache& pipelines = ctx_->pipelines();
-  VkCommandBuffer cb = cb_->handle();
+  VkCommandBuffer cb = slots_[slot].cb->handle();
+  const VkQueryPool queries = slots_[slot].queries;
+  const bool first = slot == 0;  // writes the shared descriptor sets and counts barriers and timed ops
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   TS_VK_TRY(vk.vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
-  if (queries_) vk.vkCmdResetQueryPool(cb, queries_, 0, (uint32_t)dispatches.size() * 2);
+  if (queries) vk.vkCmdResetQueryPool(cb, queries, 0, (uint32_t)dispatches.size() * 2);
 
   // The previous step (or any earlier submission) is done with what this one overwrites.
   constexpr VkAccessFlags kShaderRW = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -131,7 +142,7 @@ Status Recording::record(const std::vector<EncodedDispatch>& dispatches, const V
   }
   memory_barrier(vk, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
                  kShaderRW | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kShaderRW);
-  ++barriers_;
+  if (first) ++barriers_;
 
   std::vector<Range> reads, writes;
   VkPipeline bound_pipeline = VK_NULL_HANDLE;
@@ -151,16 +162,18 @@ Status Recording::record(const std::vector<EncodedDispatch>& dispatches, const V
     if (kMaxTensorBindings + e.push.size() > kPushConstantBytes / 4)
       return internal_error("vulkan: " + e.shader + " has too many push constants");
     std::copy(e.push.begin(), e.push.end(), push + kMaxTensorBindings);
-    VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    w.dstSet = sets_[i];
-    w.dstBinding = 0;
-    w.descriptorCount = kMaxTensorBindings + 1;
-    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    w.pBufferInfo = infos;
-    vk.vkUpdateDescriptorSets(ctx_->device(), 1, &w, 0, nullptr);
+    if (first) {
+      VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      w.dstSet = sets_[i];
+      w.dstBinding = 0;
+      w.descriptorCount = kMaxTensorBindings + 1;
+      w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w.pBufferInfo = infos;
+      vk.vkUpdateDescriptorSets(ctx_->device(), 1, &w, 0, nullptr);
+    }
 
     // A barrier only where this dispatch depends on (or would overwrite) one since the last.
-    bool hazard = queries_ != VK_NULL_HANDLE;
+    bool hazard = queries != VK_NULL_HANDLE;
     std::vector<Range> my_reads, my_writes;
     for (const TensorBinding& tb : e.bindings) {
       if (!tb.buffer) continue;
@@ -171,7 +184,7 @@ Status Recording::record(const std::vector<EncodedDispatch>& dispatches, const V
     if (hazard) {
       memory_barrier(vk, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                      kShaderRW);
-      ++barriers_;
+      if (first) ++barriers_;
       reads.clear();
       writes.clear();
     }
@@ -184,11 +197,11 @@ Status Recording::record(const std::vector<EncodedDispatch>& dispatches, const V
     }
     vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines.layout(), 0, 1, &sets_[i], 0, nullptr);
     vk.vkCmdPushConstants(cb, pipelines.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes, push);
-    if (queries_) vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, (uint32_t)(2 * i));
+    if (queries) vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, (uint32_t)(2 * i));
     vk.vkCmdDispatch(cb, e.groups[0], e.groups[1], e.groups[2]);
-    if (queries_) {
-      vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, (uint32_t)(2 * i + 1));
-      ops_.push_back(e.source ? e.source->op : OpKind::add);
+    if (queries) {
+      vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, (uint32_t)(2 * i + 1));
+      if (first) ops_.push_back(e.source ? e.source->op : OpKind::add);
     }
   }
   // Results are visible to read-backs, by copy or through the mapping.
@@ -198,10 +211,11 @@ Status Recording::record(const std::vector<EncodedDispatch>& dispatches, const V
   return Status::ok();
 }
 
-void Recording::collect_profile() {
-  if (!queries_ || ops_.empty()) return;
+void Recording::collect_profile(uint32_t slot) {
+  const VkQueryPool queries = slots_[slot].queries;
+  if (!queries || ops_.empty()) return;
   std::vector<uint64_t> ts(ops_.size() * 2);
-  const VkResult r = ctx_->vk().vkGetQueryPoolResults(ctx_->device(), queries_, 0, (uint32_t)ts.size(), ts.size() * 8, ts.data(), 8,
+  const VkResult r = ctx_->vk().vkGetQueryPoolResults(ctx_->device(), queries, 0, (uint32_t)ts.size(), ts.size() * 8, ts.data(), 8,
                                                       VK_QUERY_RESULT_64_BIT);
   if (r != VK_SUCCESS) return;
   const double period = ctx_->limits().timestampPeriod;

@@ -34,9 +34,9 @@ Status Transfer::ensure_staging() {
   return Status::ok();
 }
 
-// Records and runs the copies as one submission, ordered after all earlier
-// submissions by a full barrier, and waits for it.
-Status Transfer::submit_copies(std::span<const Regions> batches) {
+// Runs the copy as one submission, ordered after all earlier submissions by
+// a full barrier, and waits for it.
+Status Transfer::copy(const VulkanBuffer& from, uint64_t from_off, const VulkanBuffer& to, uint64_t to_off, uint64_t bytes) {
   const VulkanApi& vk = ctx_->vk();
   VkCommandBuffer cb = cb_->handle();
   TS_VK_TRY(vk.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
@@ -48,16 +48,8 @@ Status Transfer::submit_copies(std::span<const Regions> batches) {
   before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
                           VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
-  std::vector<VkBufferCopy> shifted;
-  for (const Regions& b : batches) {
-    if (b.regions.empty()) continue;
-    shifted.assign(b.regions.begin(), b.regions.end());
-    for (VkBufferCopy& r : shifted) {
-      r.srcOffset += b.from->base();
-      r.dstOffset += b.to->base();
-    }
-    vk.vkCmdCopyBuffer(cb, b.from->handle(), b.to->handle(), (uint32_t)shifted.size(), shifted.data());
-  }
+  const VkBufferCopy region{from.base() + from_off, to.base() + to_off, bytes};
+  vk.vkCmdCopyBuffer(cb, from.handle(), to.handle(), 1, &region);
   VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
   after.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
@@ -67,20 +59,6 @@ Status Transfer::submit_copies(std::span<const Regions> batches) {
   TS_VK_TRY(vk.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
   TS_ASSIGN_OR_RETURN(const uint64_t value, ctx_->submit(cb));
   return ctx_->wait(value);
-}
-
-Status Transfer::copy(const VulkanBuffer& from, uint64_t from_off, const VulkanBuffer& to, uint64_t to_off, uint64_t bytes) {
-  const Regions r{&from, &to, {VkBufferCopy{from_off, to_off, bytes}}};
-  return submit_copies({&r, 1});
-}
-
-Status Transfer::copy_regions(std::span<const Regions> batches, uint64_t after) {
-  for (const Regions& b : batches)
-    if (b.from->context() != ctx_.get() || b.to->context() != ctx_.get())
-      return invalid_argument("vulkan copy: a buffer belongs to another device");
-  std::lock_guard<std::mutex> lock(mutex_);
-  TS_TRY(ctx_->wait(after));
-  return submit_copies(batches);
 }
 
 Status Transfer::write(VulkanBuffer& dst, uint64_t offset, std::span<const std::byte> src, uint64_t after) {
@@ -99,27 +77,6 @@ Status Transfer::write(VulkanBuffer& dst, uint64_t offset, std::span<const std::
     const uint64_t n = std::min<uint64_t>(kStagingBytes, src.size() - done);
     std::memcpy(staging_->mapped(), src.data() + done, n);
     TS_TRY(copy(*staging_, 0, dst, offset + done, n));
-    done += n;
-  }
-  return Status::ok();
-}
-
-Status Transfer::read(std::span<std::byte> dst, const VulkanBuffer& src, uint64_t offset, uint64_t after) {
-  if (offset > src.size() || dst.size() > src.size() - offset)
-    return out_of_range("vulkan download: " + std::to_string(dst.size()) + " bytes at offset " + std::to_string(offset) +
-                        " run past the end of a " + std::to_string(src.size()) + "-byte buffer");
-  if (src.context() != ctx_.get()) return invalid_argument("vulkan download: the buffer belongs to another device");
-  std::lock_guard<std::mutex> lock(mutex_);
-  TS_TRY(ctx_->wait(after));
-  if (src.mapped() && !force_staging()) {
-    std::memcpy(dst.data(), src.mapped() + offset, dst.size());
-    return Status::ok();
-  }
-  TS_TRY(ensure_staging());
-  for (uint64_t done = 0; done < dst.size();) {
-    const uint64_t n = std::min<uint64_t>(kStagingBytes, dst.size() - done);
-    TS_TRY(copy(src, offset + done, *staging_, 0, n));
-    std::memcpy(dst.data() + done, staging_->mapped(), n);
     done += n;
   }
   return Status::ok();

@@ -55,7 +55,7 @@ std::string unsupported_reason(Device& device, OpKind op, DType weight_dtype) {
   return k.supported ? std::string() : k.reason.empty() ? "unsupported" : k.reason;
 }
 
-Expected<std::vector<std::vector<std::byte>>> run_op(Device& device, const OpCase& c) {
+Expected<CompiledOp> compile_op(Device& device, const OpCase& c) {
   graph::GraphBuilder b("conformance");
   std::vector<graph::ValueId> ins;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -71,27 +71,29 @@ Expected<std::vector<std::vector<std::byte>>> run_op(Device& device, const OpCas
   TS_ASSIGN_OR_RETURN(Plan plan, graph::lower(g, c.bucket));
 
   // Bind inputs by name: weights imported, pools allocated and filled.
-  std::vector<std::unique_ptr<Buffer>> owned;
+  CompiledOp op;
   std::vector<Buffer*> bound(plan.buffers.size(), nullptr);
-  TS_ASSIGN_OR_RETURN(auto stream, device.create_stream());
-  std::vector<Buffer*> pool_buffers;
+  TS_ASSIGN_OR_RETURN(op.stream, device.create_stream());
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlanBuffer& pb = plan.buffers[i];
     if (pb.role != BufferRole::weight && pb.role != BufferRole::kv_pool) continue;
     const OpInput& in = c.inputs[(size_t)std::stoi(pb.name.substr(2))];
     if (pb.role == BufferRole::weight) {
       TS_ASSIGN_OR_RETURN(auto buf, device.import_weights(in.bytes));
-      owned.push_back(std::move(buf));
+      op.owned.push_back(std::move(buf));
     } else {
       TS_ASSIGN_OR_RETURN(auto buf, device.allocate(pb.bytes, MemoryUse::kv_cache));
-      TS_TRY(stream->upload(*buf, 0, in.bytes));
-      owned.push_back(std::move(buf));
-      pool_buffers.push_back(owned.back().get());
+      TS_TRY(op.stream->upload(*buf, 0, in.bytes));
+      op.owned.push_back(std::move(buf));
+      op.pools.push_back(op.owned.back().get());
     }
-    bound[i] = owned.back().get();
+    bound[i] = op.owned.back().get();
   }
-  TS_ASSIGN_OR_RETURN(auto exe, device.compile(plan, bound));
+  TS_ASSIGN_OR_RETURN(op.exe, device.compile(plan, bound));
+  return op;
+}
 
+StepArgs step_args(const OpCase& c) {
   StepArgs a;
   a.token_ids = c.token_ids.data();
   a.positions = c.positions.data();
@@ -103,27 +105,33 @@ Expected<std::vector<std::vector<std::byte>>> run_op(Device& device, const OpCas
   a.n_seqs = (int32_t)c.seq_lens.size();
   a.logit_rows = c.logit_rows.data();
   a.n_logit_rows = (int32_t)c.logit_rows.size();
-  TS_TRY(stream->run(*exe, a));
-  TS_TRY(stream->synchronize());
+  return a;
+}
+
+Expected<std::vector<std::vector<std::byte>>> run_op(Device& device, const OpCase& c) {
+  TS_ASSIGN_OR_RETURN(CompiledOp op, compile_op(device, c));
+  Stream& stream = *op.stream;
+  TS_TRY(stream.run(*op.exe, step_args(c)));
+  TS_TRY(stream.synchronize());
 
   std::vector<std::vector<std::byte>> results;
   if (c.op == OpKind::kv_append) {
-    for (Buffer* p : pool_buffers) {
+    for (Buffer* p : op.pools) {
       std::vector<std::byte> bytes(p->size());
-      TS_TRY(stream->download(bytes, *p, 0));
+      TS_TRY(stream.download(bytes, *p, 0));
       results.push_back(std::move(bytes));
     }
   } else {
-    const PlanTensor& out = plan.logits;
+    const PlanTensor& out = op.exe->plan().logits;
     // Rows actually produced this step.
     TensorDesc d = out.desc;
     if (out.rows == RowCount::tokens) d.shape[0] = c.n_tokens;
     if (out.rows == RowCount::logit_rows) d.shape[0] = (int64_t)c.logit_rows.size();
     std::vector<std::byte> bytes(TensorDesc::contiguous(d.dtype, d.shape).bytes());
-    TS_TRY(stream->download(bytes, exe->buffer(out.buffer), out.offset));
+    TS_TRY(stream.download(bytes, op.exe->buffer(out.buffer), out.offset));
     results.push_back(std::move(bytes));
   }
-  TS_TRY(stream->synchronize());
+  TS_TRY(stream.synchronize());
   return results;
 }
 

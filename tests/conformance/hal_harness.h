@@ -34,6 +34,19 @@ struct OpCase {
 // The first output's bytes; for kv_append, the K pool then the V pool.
 Expected<std::vector<std::vector<std::byte>>> run_op(Device& device, const OpCase& c);
 
+// The case compiled and its inputs bound, not yet run: for tests that drive
+// the stream themselves (several steps in flight). Members go in reverse:
+// the stream waits for its work before the executable and buffers go.
+struct CompiledOp {
+  std::vector<std::unique_ptr<Buffer>> owned;  // weights and pools
+  std::vector<Buffer*> pools;                  // kv_pool inputs, in plan order
+  std::unique_ptr<Executable> exe;
+  std::unique_ptr<Stream> stream;
+};
+Expected<CompiledOp> compile_op(Device& device, const OpCase& c);
+// The case's step arrays as StepArgs (pointing into `c`).
+StepArgs step_args(const OpCase& c);
+
 struct DeviceUnderTest {
   std::string label;  // "cpu:0"
   std::unique_ptr<Device> device;
