@@ -33,7 +33,7 @@ int run_and_print(graph::Graph& g, const std::string& spec, int32_t max_position
   // The target's kernel table decides which fusions apply.
   auto device = open_device(f.target, 0);
   if (!device) return fail(device.status().with_context("--target"));
-  graph::PassContext ctx{f.target, &(*device)->kernels(), &(*device)->info(), {}, {}};
+  graph::PassContext ctx{.target = f.target, .kernels = &(*device)->kernels(), .device = &(*device)->info()};
   auto overrides = graph::parse_tile_overrides(f.tile);
   if (!overrides) return fail(overrides.status());
   ctx.tile_overrides = *overrides;
