@@ -60,7 +60,8 @@ Backend* create() { return new SkeletonBackend(); }
 
 }  // namespace tessera::skeleton
 
-extern "C" __attribute__((visibility("default"))) const tessera::BackendRegistration* tessera_backend_register(uint32_t abi_version) {
-  static const tessera::BackendRegistration reg{tessera::kBackendAbiVersion, "skeleton", &tessera::skeleton::create};
-  return abi_version == tessera::kBackendAbiVersion ? &reg : nullptr;
+extern "C" __attribute__((visibility("default"))) const tessera::BackendRegistration* tessera_backend_register(uint32_t) {
+  // Returned whatever version the host speaks: the host compares (core/hal/abi.h).
+  static const tessera::BackendRegistration reg = tessera::make_backend_registration("skeleton", &tessera::skeleton::create);
+  return &reg;
 }

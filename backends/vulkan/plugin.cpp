@@ -5,10 +5,10 @@ namespace {
 
 tessera::Backend* create_vulkan_backend() { return new tessera::vulkan::VulkanBackend(); }
 
-const tessera::BackendRegistration kRegistration{tessera::kBackendAbiVersion, "vulkan", create_vulkan_backend};
+const tessera::BackendRegistration kRegistration = tessera::make_backend_registration("vulkan", create_vulkan_backend);
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const tessera::BackendRegistration* tessera_backend_register(uint32_t abi_version) {
-  return abi_version == tessera::kBackendAbiVersion ? &kRegistration : nullptr;
+extern "C" __attribute__((visibility("default"))) const tessera::BackendRegistration* tessera_backend_register(uint32_t) {
+  return &kRegistration;  // whatever the host speaks: the host compares (core/hal/abi.h)
 }

@@ -1,20 +1,18 @@
 #pragma once
 // A backend discovers devices of one kind. The CPU backend is built in; the
 // others are plugins: libtessera-backend-<name>.so exporting
-//   extern "C" const tessera::BackendRegistration* tessera_backend_register(uint32_t abi_version);
-// so that graph/ and engine/ never see a backend type.
+// tessera_backend_register (core/hal/abi.h, which says what both sides must
+// share), so that graph/ and engine/ never see a backend type.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/hal/abi.h"
 #include "core/hal/device.h"
 #include "core/status.h"
 
 namespace tessera {
-
-// 2: DeviceInfo gained index and arch, Device gained free_memory().
-inline constexpr uint32_t kBackendAbiVersion = 2;
 
 class Backend {
  public:
@@ -26,14 +24,4 @@ class Backend {
   virtual Expected<std::unique_ptr<Device>> open(int index) = 0;
 };
 
-struct BackendRegistration {
-  uint32_t abi_version;
-  const char* name;
-  Backend* (*create)();  // ownership passes to the caller
-};
-
 }  // namespace tessera
-
-extern "C" {
-using tessera_backend_register_fn = const tessera::BackendRegistration* (*)(uint32_t abi_version);
-}

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "core/hal/abi_check.h"
+
 namespace tessera {
 
 const char* to_string(DeviceKind k) {
@@ -92,13 +94,13 @@ void BackendRegistry::load_plugins(const std::vector<std::string>& dirs) {
         continue;
       }
       auto fn = reinterpret_cast<tessera_backend_register_fn>(dlsym(h, "tessera_backend_register"));
-      const BackendRegistration* reg = fn ? fn(kBackendAbiVersion) : nullptr;
-      if (!reg || reg->abi_version != kBackendAbiVersion || !reg->create) {
-        load_errors_.push_back(path + ": no compatible tessera_backend_register (ABI " +
-                               std::to_string(kBackendAbiVersion) + " expected)");
+      const std::string mismatch = fn ? check_registration(fn) : "exports no tessera_backend_register; not a tessera backend";
+      if (!mismatch.empty()) {
+        load_errors_.push_back(path + ": " + mismatch);
         dlclose(h);
         continue;
       }
+      const BackendRegistration* reg = fn(kBackendAbiVersion);
       if (find(reg->name)) continue;  // already registered from an earlier directory
       add(std::unique_ptr<Backend>(reg->create()));
       handles_.push_back(h);  // kept open for the life of the process

@@ -61,7 +61,7 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   r.model = w->source;
   r.prompt_tokens = o.prompt_tokens;
   r.gen_tokens = o.gen_tokens;
-  r.dispatches_per_decode_step = runner->dispatches_per_step();
+  r.nodes_per_decode_step = runner->nodes_per_step();
   for (const auto& t : w->tensors)
     if (t.name == "blk.0.attn_q.weight") r.weight_type = std::string(name(t.desc.dtype));
   r.weight_bytes = w->total_bytes();

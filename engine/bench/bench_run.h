@@ -42,7 +42,7 @@ struct BenchReport {
   double read_GBps_before = 0, read_GBps_after = 0;
   double mbu = 0;  // bytes_per_token * decode_tok_s / max(read_GBps_before, read_GBps_after)
   uint64_t bandwidth_bytes = 0;
-  size_t dispatches_per_decode_step = 0;
+  size_t nodes_per_decode_step = 0;  // ModelRunner::nodes_per_step: not kernel launches on every backend
   uint64_t peak_activation_bytes = 0, activation_lower_bound_bytes = 0;
   double model_build_s = 0;
   double read_GBps() const { return read_GBps_before > read_GBps_after ? read_GBps_before : read_GBps_after; }

@@ -561,7 +561,7 @@ uint64_t ModelRunner::weight_bytes_per_token() const {
   return total;
 }
 
-size_t ModelRunner::dispatches_per_step() const {
+size_t ModelRunner::nodes_per_step() const {
   return (size_t)std::count_if(graph_.nodes.begin(), graph_.nodes.end(), [](const graph::Node& n) { return n.op != OpKind::copy; });
 }
 

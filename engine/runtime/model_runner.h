@@ -127,8 +127,11 @@ class ModelRunner {
   // The plan a step of n_tokens reaching `context` positions runs (0: the
   // full context): its first part's, when placement split it.
   Expected<const Plan*> plan_for(int32_t n_tokens, int32_t context = 0);
-  // Kernel dispatches a step makes (placement's copies are not dispatches).
-  size_t dispatches_per_step() const;
+  // Graph nodes a step runs, copies between devices not counted. On the CPU
+  // each is one kernel call; another backend may issue several dispatches for
+  // one node (Vulkan decode attention: split, then merge), so this is not a
+  // count of kernel launches.
+  size_t nodes_per_step() const;
   // One line per kind of node that runs off the asked-for device (on the CPU
   // fallback, or where --place put it), then a summary line counting the
   // nodes on each other device; empty when the whole model runs where asked.

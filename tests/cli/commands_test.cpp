@@ -1,6 +1,8 @@
 // The CLI's other subcommands do what their help says.
 #include <doctest/doctest.h>
 
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "support/cli.h"
@@ -21,12 +23,21 @@ TEST_CASE("tessera bench --json on a real model prints one object with the docum
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   const auto j = nlohmann::json::parse(trim(r.out));
   for (const char* key : {"device", "prefill_tok_s", "decode_tok_s", "ttft_ms", "tpot_ms", "bytes_per_token", "read_GBps", "mbu",
-                          "dispatches_per_decode_step", "peak_activation_bytes", "activation_lower_bound_bytes"})
+                          "nodes_per_decode_step", "peak_activation_bytes", "activation_lower_bound_bytes"})
     CHECK_MESSAGE(j.contains(key), key);
   CHECK(j["decode_tok_s"].get<double>() > 0);
   CHECK(j["read_GBps"].get<double>() > 0);
   CHECK(j["bytes_per_token"].get<uint64_t>() > 0);
   CHECK(j["peak_activation_bytes"].get<uint64_t>() >= j["activation_lower_bound_bytes"].get<uint64_t>());
+  // Nodes, as `tessera ir` prints them (one line each, "@device  # label"), copies not counted.
+  const auto ir = run_tessera({"ir", "-m", shared_path("models/stories260K.bin")});
+  REQUIRE_MESSAGE(ir.exit_code == 0, ir.err);
+  size_t nodes = 0;
+  std::istringstream lines(ir.out);
+  for (std::string l; std::getline(lines, l);)
+    if (l.find("  # ") != std::string::npos && l.find(" = copy(") == std::string::npos) ++nodes;
+  CHECK(nodes > 0);
+  CHECK(j["nodes_per_decode_step"].get<size_t>() == nodes);
 }
 
 TEST_CASE("sampling with a seed is reproducible and -n counts forward passes") {

@@ -1,56 +1,15 @@
 // Kernels never allocate (architecture contract): every CPU kernel is run
-// with the global allocator counting, on every ISA. oneDNN's sgemm (f32
-// weights, m >= 64) is left out: what it does inside is its own business.
-#include <atomic>
-#include <cstdlib>
-#include <new>
+// with the global operator new counting, on every ISA. oneDNN's sgemm (f32
+// weights, m >= 64) is left out: it allocates its own packing buffers with
+// malloc, which this does not count. tests/unit/cpu_step_alloc_test.cpp runs
+// whole steps (every fused kernel, through the CPU executable) the same way.
 #include <vector>
 
 #include "conformance.h"
-
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<long> g_allocations{0};
-
-void* counted_alloc(size_t n, size_t align) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                                              : std::malloc(n ? n : 1);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-void* operator new(size_t n) { return counted_alloc(n, 0); }
-void* operator new(size_t n, std::align_val_t a) { return counted_alloc(n, (size_t)a); }
-// Every form of new must come here too: a nothrow new left to the runtime
-// (std::stable_sort's buffer uses one) would be freed by the delete below.
-void* operator new(size_t n, const std::nothrow_t&) noexcept {
-  try { return counted_alloc(n, 0); } catch (...) { return nullptr; }
-}
-void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  try { return counted_alloc(n, (size_t)a); } catch (...) { return nullptr; }
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+#include "support/counting_new.h"
 
 namespace tessera::testing {
 namespace {
-
-// Runs fn once to warm up (static init, first-use probes), then again counting.
-template <typename Fn>
-long allocations_of(Fn fn) {
-  fn();
-  g_allocations = 0;
-  g_counting = true;
-  fn();
-  g_counting = false;
-  return g_allocations.load();
-}
 
 TEST_CASE("CPU kernels do not allocate, on any ISA, for any matmul weight dtype they own") {
   Rng rng(501);
@@ -118,6 +77,10 @@ TEST_CASE("CPU attention, norm, rope, KV and element-wise kernels do not allocat
         }) == 0);
     CHECK(allocations_of([&] { cpu::silu_mul({a.data(), b.data(), c.data(), 4096}, pool()); }) == 0);
     CHECK(allocations_of([&] { cpu::add({a.data(), b.data(), c.data(), 4096}, pool()); }) == 0);
+    CHECK(allocations_of([&] { cpu::mul({a.data(), b.data(), c.data(), 4096}, pool()); }) == 0);
+    CHECK(allocations_of([&] { cpu::silu({a.data(), c.data(), 4096}, pool()); }) == 0);
+    CHECK(allocations_of([&] { cpu::gelu({a.data(), c.data(), 4096}, pool()); }) == 0);
+    CHECK(allocations_of([&] { cpu::bias_add({a.data(), b.data(), c.data(), 4, 1024}, pool()); }) == 0);
     CHECK(allocations_of([&] { cpu::softmax({c.data(), 4, 1024}, pool()); }) == 0);
     CHECK(allocations_of([&] { cpu::argmax({a.data(), arg.data(), 4, 1024}, pool()); }) == 0);
     CHECK(allocations_of([&] {
@@ -127,6 +90,34 @@ TEST_CASE("CPU attention, norm, rope, KV and element-wise kernels do not allocat
             cpu::gather_rows({reinterpret_cast<const std::byte*>(b.data()), ids.data(), rows_out.data(), 3, 64, 64},
                              pool());
           }) == 0);
+  });
+}
+
+TEST_CASE("CPU elementwise programs and matmul epilogues do not allocate") {
+  Rng rng(503);
+  const int64_t rows = 5, cols = 96, k = 64;
+  const std::vector<float> a = rng.floats((size_t)(rows * cols)), bias = rng.floats((size_t)cols), x = rng.floats((size_t)(rows * k));
+  const std::vector<float> w = rng.floats((size_t)(cols * k));
+  std::vector<float> out((size_t)(rows * cols));
+  // out = gelu(a0 + bias a1) * a2: a bias row, a unary op and a binary one.
+  const ElementwiseProgram p{3, 3, {{EwOp::bias_add, 0, 1}, {EwOp::gelu, 3, 0}, {EwOp::mul, 4, 2}}};
+  AlignedBuffer ws(cpu::matmul_workspace_bytes(DType::f32, rows, k));
+  for_each_isa([&](cpu::Isa) {
+    kernels::ElementwiseArgs e;
+    e.program = &p;
+    e.inputs[0] = a.data();
+    e.inputs[1] = bias.data();
+    e.inputs[2] = a.data();
+    e.out = out.data();
+    e.rows = rows;
+    e.cols = cols;
+    CHECK(allocations_of([&] { cpu::elementwise(e, pool()); }) == 0);
+    kernels::MatmulEpilogueArgs me;
+    me.mm = {x.data(), w.data(), DType::f32, out.data(), rows, cols, k, ws.data()};
+    me.epilogue.program = &p;
+    me.epilogue.inputs[1] = bias.data();
+    me.epilogue.inputs[2] = a.data();
+    CHECK(allocations_of([&] { cpu::matmul_epilogue(me, pool()); }) == 0);
   });
 }
 

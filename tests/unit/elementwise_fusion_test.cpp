@@ -221,7 +221,7 @@ TEST_CASE("fuse_matmul_epilogue puts a bias and gelu behind the matmul") {
   CHECK(after(kBiasGelu_before, "fuse_matmul_epilogue") == kBiasGelu_after);
 }
 
-TEST_CASE("fuse_matmul_residual keeps its pattern; the epilogue takes a gated residual, not a product read twice") {
+TEST_CASE("fuse_matmul_residual keeps its pattern, the epilogue takes a gated residual, not a product read twice") {
   CHECK(after(kGatedResidual_before, "fuse_matmul_residual,fuse_matmul_epilogue,fuse_elementwise") == kGatedResidual_after);
 }
 

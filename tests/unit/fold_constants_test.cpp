@@ -170,7 +170,7 @@ TEST_CASE("fold_constants after fuse_rope_kv_append, or before it, gives the fus
   CHECK(after(kPrologue, "fold_constants,fuse_rope_kv_append,dce", with_positions(64)) == kPrologue_fused_folded);
 }
 
-TEST_CASE("fold_constants makes one table per distinct rotation; layout and heads share one") {
+TEST_CASE("fold_constants makes one table per distinct rotation, layout and heads share one") {
   CHECK(after(kTwoThetas, "fold_constants", with_positions(128)) == kTwoThetas_folded);
 }
 

@@ -103,7 +103,7 @@ TEST_CASE("place: the nodes of one KV pool share a device, so a missing attentio
   CHECK(verify(g).is_ok());
 }
 
-TEST_CASE("place: --place pins nodes by op or label glob; --strict and an unknown device are one-line errors") {
+TEST_CASE("place: --place pins nodes by op or label glob, --strict and an unknown device are one-line errors") {
   const KernelsWithout gpu({}), cpu({});
   {
     Graph g = parsed(kLayer);
@@ -163,7 +163,7 @@ TEST_CASE("verify: a value read on another device without a copy, a pool on two 
   CHECK(parse(placed(all_gpu, " @gpu:0  # act", " @  # act"), "t.ir").status().message().find("a device name after '@'") != std::string::npos);
 }
 
-TEST_CASE("partition: a placed graph is cut where the device changes; values crossing become transfers") {
+TEST_CASE("partition: a placed graph is cut where the device changes, values crossing become transfers") {
   const KernelsWithout gpu({OpKind::silu_mul}), cpu({});
   Graph g = parsed(kLayer);
   REQUIRE(run_passes(g, "place", gpu_ctx(gpu, cpu)).is_ok());

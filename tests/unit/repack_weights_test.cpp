@@ -83,7 +83,7 @@ TEST_CASE("repack_weights changes nothing without a kernel table or where the ta
   CHECK(after(kRepack_before, "repack_weights", ctx) == kRepack_before);
 }
 
-TEST_CASE("--weight-layout rows_x4 asks for x4 wherever the cpu kernels read it; rows undoes a preference") {
+TEST_CASE("--weight-layout rows_x4 asks for x4 wherever the cpu kernels read it, rows undoes a preference") {
   cpu::CpuKernelTable cpu_table;
   PassContext ctx;
   ctx.kernels = &cpu_table;

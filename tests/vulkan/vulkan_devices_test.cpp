@@ -1,8 +1,8 @@
 // Two Vulkan devices by index: $TESSERA_VULKAN_DEVICES=0,0 lists the first
 // physical device twice (lavapipe in CI), as vulkan:0 and vulkan:1, each its
 // own VkDevice, so one model can be split across them with --place and
-// still give run.c's greedy ids. TESSERA_NO_VULKAN=1 skips these by name,
-// as in vulkan_e2e_test.cpp.
+// still give run.c's greedy ids. TESSERA_NO_VULKAN=1 makes them report
+// themselves skipped, as in vulkan_e2e_test.cpp.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -11,19 +11,12 @@
 
 #include "support/cli.h"
 #include "support/reference_cases.h"
+#include "support/requirements.h"
+#include "support/vulkan_device.h"
 
 using namespace tessera::testing;
 
 namespace {
-
-bool skipped() {
-  const char* v = std::getenv("TESSERA_NO_VULKAN");
-  if (v && std::string(v) == "1") {
-    MESSAGE("skipped: TESSERA_NO_VULKAN=1");
-    return true;
-  }
-  return false;
-}
 
 // Sets an environment variable for the CLI runs of one scope (they inherit it), then restores it.
 class ScopedEnv {
@@ -53,8 +46,8 @@ std::string device_line(const std::string& out, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("vulkan devices: TESSERA_VULKAN_DEVICES=0,0 lists vulkan:0 and vulkan:1 with arch and free memory, and a bad list is one line") {
-  if (skipped()) return;
+TEST_CASE("vulkan devices: TESSERA_VULKAN_DEVICES=0,0 lists vulkan:0 and vulkan:1 with arch and free memory, and a bad list is one line" * needs(vulkan_tests())) {
+  require_vulkan_device();
   {
     ScopedEnv env("TESSERA_VULKAN_DEVICES", "0,0");
     const auto r = run_tessera({"devices"});
@@ -91,8 +84,8 @@ TEST_CASE("vulkan devices: TESSERA_VULKAN_DEVICES=0,0 lists vulkan:0 and vulkan:
   }
 }
 
-TEST_CASE("vulkan devices: the first layers on vulkan:1, the rest on vulkan:0, give run.c's greedy ids") {
-  if (skipped()) return;
+TEST_CASE("vulkan devices: the first layers on vulkan:1, the rest on vulkan:0, give run.c's greedy ids" * needs(vulkan_tests())) {
+  require_vulkan_device();
   ScopedEnv env("TESSERA_VULKAN_DEVICES", "0,0");
   const std::string place = "blk.0.*=vulkan:1,blk.1.*=vulkan:1,blk.2.*=vulkan:1";
   const std::string model = shared_path("models/stories260K.bin");

@@ -1,7 +1,8 @@
 // The end-to-end references on the Vulkan backend (libtessera-backend-vulkan.so
 // beside the tessera binary), with --strict so that no node runs on the CPU.
 // CI installs Mesa's lavapipe, so a missing plugin or device is a failure;
-// TESSERA_NO_VULKAN=1 skips these cases by name on machines without Vulkan.
+// TESSERA_NO_VULKAN=1 makes every case here report itself skipped
+// (tests/support/requirements.h).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,33 +18,13 @@
 #include "graph/lower.h"
 #include "support/cli.h"
 #include "support/reference_cases.h"
+#include "support/requirements.h"
+#include "support/vulkan_device.h"
 #include "tessera/tessera.h"
 
 using namespace tessera::testing;
 
 namespace {
-
-bool vulkan_skipped() {
-  const char* v = std::getenv("TESSERA_NO_VULKAN");
-  if (v && std::string(v) == "1") {
-    MESSAGE("skipped: TESSERA_NO_VULKAN=1");
-    return true;
-  }
-  return false;
-}
-
-// `tessera devices` must list a usable Vulkan device: the plugin built and a driver answered.
-void require_vulkan_device() {
-  static const std::string problem = [] {
-    const auto r = run_tessera({"devices"});
-    if (r.exit_code != 0) return "tessera devices failed: " + r.err;
-    if (r.out.find("\nvulkan:0 ") != std::string::npos || r.out.rfind("vulkan:0 ", 0) == 0) return std::string();
-    const auto at = r.out.find("vulkan: no device");
-    if (at != std::string::npos) return r.out.substr(at, r.out.find('\n', at) - at);
-    return "no vulkan backend: libtessera-backend-vulkan.so was not built or did not load\n" + r.out;
-  }();
-  REQUIRE_MESSAGE(problem.empty(), problem << " (set TESSERA_NO_VULKAN=1 to skip the Vulkan tests)");
-}
 
 std::vector<int32_t> run_ids(const std::vector<std::string>& args) {
   std::vector<std::string> all = {"run", "--backend", "vulkan", "--strict", "--print-ids"};
@@ -117,13 +98,11 @@ std::vector<int32_t> runc_fed_ids() {
 
 }  // namespace
 
-TEST_CASE("vulkan: tessera devices lists a Vulkan device") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: tessera devices lists a Vulkan device" * needs(vulkan_tests())) {
   require_vulkan_device();
 }
 
-TEST_CASE("vulkan: stories260K gives exactly run.c's greedy ids on every reference line") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: stories260K gives exactly run.c's greedy ids on every reference line" * needs(vulkan_tests())) {
   require_vulkan_device();
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
   REQUIRE(cases.size() >= 6);
@@ -134,8 +113,7 @@ TEST_CASE("vulkan: stories260K gives exactly run.c's greedy ids on every referen
   }
 }
 
-TEST_CASE("vulkan: aidreams260K gives run.c's greedy ids on every reference line, and its text") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: aidreams260K gives run.c's greedy ids on every reference line, and its text" * needs(vulkan_tests())) {
   require_vulkan_device();
   const auto cases = read_text_cases(shared_path("reference/aidreams260K.greedy.tsv"));
   REQUIRE(cases.size() >= 5);
@@ -151,8 +129,7 @@ TEST_CASE("vulkan: aidreams260K gives run.c's greedy ids on every reference line
   CHECK(text.out.substr(0, text.out.size() - 1) == cases[0].text);
 }
 
-TEST_CASE("vulkan: llama-2-tiny-random.gguf (f16 weights) gives run.c's greedy ids on every reference line") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: llama-2-tiny-random.gguf (f16 weights) gives run.c's greedy ids on every reference line" * needs(vulkan_tests())) {
   require_vulkan_device();
   const auto cases = read_text_cases(shared_path("reference/llama-2-tiny-random.greedy.tsv"));
   REQUIRE(!cases.empty());
@@ -163,8 +140,7 @@ TEST_CASE("vulkan: llama-2-tiny-random.gguf (f16 weights) gives run.c's greedy i
   }
 }
 
-TEST_CASE("vulkan: stories260K logits match run.c within 1e-4 relative, token by token and as one prefill") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: stories260K logits match run.c within 1e-4 relative, token by token and as one prefill" * needs(vulkan_tests())) {
   require_vulkan_device();
   const auto ref = runc_logits();
   const auto ids = runc_fed_ids();
@@ -182,8 +158,7 @@ TEST_CASE("vulkan: stories260K logits match run.c within 1e-4 relative, token by
 // Copy-on-write runs on the device: a fork sharing a partly filled block
 // writes its own token there only after Stream::copy_blocks duplicated the
 // block; both sequences then continue as two independent runs do.
-TEST_CASE("vulkan: a forked sequence diverging in a shared partial block gives the ids of two independent runs") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: a forked sequence diverging in a shared partial block gives the ids of two independent runs" * needs(vulkan_tests())) {
   require_vulkan_device();
   auto model = open_model(shared_path("models/stories260K.bin"), "vulkan");
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
@@ -226,8 +201,7 @@ TEST_CASE("vulkan: a forked sequence diverging in a shared partial block gives t
 // to float rounding, far inside the f16 quantization error itself (~0.3% of
 // the logit range for this model, tests/e2e/gguf_e2e_test.cpp). Measured on
 // lavapipe: worst row 3.4e-6 of the range. Bound: 1e-4, and the same greedy ids.
-TEST_CASE("vulkan: stories260K with f16 weights matches the CPU's logits within 1e-4 of the range, and its greedy ids") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: stories260K with f16 weights matches the CPU's logits within 1e-4 of the range, and its greedy ids" * needs(vulkan_tests())) {
   require_vulkan_device();
   const std::string f16 = convert(shared_path("models/stories260K.bin"), "f16");
   const auto ids = runc_fed_ids();
@@ -251,8 +225,7 @@ TEST_CASE("vulkan: stories260K with f16 weights matches the CPU's logits within 
 // devices without subgroup arithmetic), and weights bound in chunks of rows
 // (as when a tensor exceeds maxStorageBufferRange; here the 131 KB embedding
 // and classifier of stories260K against a 64 KiB limit).
-TEST_CASE("vulkan: staged copies, portable shaders and chunked weight bindings each give run.c's ids") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: staged copies, portable shaders and chunked weight bindings each give run.c's ids" * needs(vulkan_tests())) {
   require_vulkan_device();
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
   REQUIRE(cases.size() >= 5);
@@ -274,8 +247,7 @@ TEST_CASE("vulkan: staged copies, portable shaders and chunked weight bindings e
 // that are not a whole number of subgroups and rows per workgroup that are
 // not a power of two, every gemm tile shape, and the portable gemv with more
 // rows than invocations: each output is the same dot in every tiling.
-TEST_CASE("vulkan: stories260K with --tile overrides of every GPU field gives run.c's ids") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: stories260K with --tile overrides of every GPU field gives run.c's ids" * needs(vulkan_tests())) {
   require_vulkan_device();
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
   REQUIRE(cases.size() >= 5);
@@ -302,8 +274,7 @@ TEST_CASE("vulkan: stories260K with --tile overrides of every GPU field gives ru
 
 // A plan that skipped the tiling pass (hand-written, or from another tool)
 // can carry a tile the device cannot run: compile refuses it in one line.
-TEST_CASE("vulkan: compiling a matmul whose tile exceeds the device's workgroup limit is a one-line error") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: compiling a matmul whose tile exceeds the device's workgroup limit is a one-line error" * needs(vulkan_tests())) {
   require_vulkan_device();
   open_model(shared_path("models/stories260K.bin"), "cpu");  // registers the plugins
   tessera::Backend* vk = tessera::BackendRegistry::global().find("vulkan");
@@ -342,8 +313,7 @@ TEST_CASE("vulkan: compiling a matmul whose tile exceeds the device's workgroup 
 }
 
 // The CLI refuses bad ids itself; this goes under it, to the device's step check.
-TEST_CASE("vulkan: a step with a token id outside the vocabulary or a slot outside the pool is refused, and the next step runs") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: a step with a token id outside the vocabulary or a slot outside the pool is refused, and the next step runs" * needs(vulkan_tests())) {
   require_vulkan_device();
   open_model(shared_path("models/stories260K.bin"), "cpu");  // registers the plugins
   tessera::Backend* vk = tessera::BackendRegistry::global().find("vulkan");
@@ -396,8 +366,7 @@ TEST_CASE("vulkan: a step with a token id outside the vocabulary or a slot outsi
   CHECK(pools.size() == 2);
 }
 
-TEST_CASE("vulkan: without a Vulkan driver, tessera devices says so in one line and the CPU still runs") {
-  if (vulkan_skipped()) return;
+TEST_CASE("vulkan: without a Vulkan driver, tessera devices says so in one line and the CPU still runs" * needs(vulkan_tests())) {
   require_vulkan_device();
   setenv("VK_ICD_FILENAMES", "/nonexistent/icd.json", 1);
   setenv("VK_DRIVER_FILES", "/nonexistent/icd.json", 1);

@@ -1,31 +1,20 @@
 // Per-node placement on a real driver: nodes pinned to the CPU (--place)
 // run there, with copies between the devices each step, and the model still
 // gives run.c's greedy ids; --strict refuses what would leave the device.
-// TESSERA_NO_VULKAN=1 skips these by name, as in vulkan_e2e_test.cpp.
+// TESSERA_NO_VULKAN=1 makes them report themselves skipped, as in vulkan_e2e_test.cpp.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 
 #include "support/cli.h"
 #include "support/reference_cases.h"
+#include "support/requirements.h"
+#include "support/vulkan_device.h"
 
 using namespace tessera::testing;
 
-namespace {
-
-bool skipped() {
-  const char* v = std::getenv("TESSERA_NO_VULKAN");
-  if (v && std::string(v) == "1") {
-    MESSAGE("skipped: TESSERA_NO_VULKAN=1");
-    return true;
-  }
-  return false;
-}
-
-}  // namespace
-
-TEST_CASE("vulkan placement: attention, a whole layer or the classifier on the cpu still give run.c's ids") {
-  if (skipped()) return;
+TEST_CASE("vulkan placement: attention, a whole layer or the classifier on the cpu still give run.c's ids" * needs(vulkan_tests())) {
+  require_vulkan_device();
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
   REQUIRE(cases.size() >= 3);
   // Attention moves its layer's KV append with it (one pool, one device); a
@@ -48,8 +37,8 @@ TEST_CASE("vulkan placement: attention, a whole layer or the classifier on the c
   }
 }
 
-TEST_CASE("vulkan placement: tessera ir --target vulkan shows the devices and the copies; --strict with --place is refused") {
-  if (skipped()) return;
+TEST_CASE("vulkan placement: tessera ir --target vulkan shows the devices and the copies, --strict with --place is refused" * needs(vulkan_tests())) {
+  require_vulkan_device();
   const auto ir = run_tessera({"ir", "-m", shared_path("models/stories260K.bin"), "--target", "vulkan", "--place", "paged_attention=cpu"});
   REQUIRE_MESSAGE(ir.exit_code == 0, ir.err);
   CHECK(ir.out.find("@vulkan:0  # blk.0.attn_q") != std::string::npos);

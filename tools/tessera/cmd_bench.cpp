@@ -46,7 +46,7 @@ nlohmann::json to_json(const BenchReport& r) {
       {"read_GBps_after", r.read_GBps_after},
       {"bandwidth_buffer_bytes", r.bandwidth_bytes},
       {"mbu", r.mbu},
-      {"dispatches_per_decode_step", r.dispatches_per_decode_step},
+      {"nodes_per_decode_step", r.nodes_per_decode_step},
       {"peak_activation_bytes", r.peak_activation_bytes},
       {"activation_lower_bound_bytes", r.activation_lower_bound_bytes},
       {"model_build_s", r.model_build_s},
@@ -106,7 +106,7 @@ int bench_main() {
     std::printf("read bandwidth  %8.2f GB/s before, %.2f GB/s after decoding (%llu MiB buffer)\n", r.read_GBps_before,
                 r.read_GBps_after, (unsigned long long)(r.bandwidth_bytes >> 20));
     std::printf("MBU             %8.1f %%\n", 100 * r.mbu);
-    std::printf("dispatches/step %8zu   activations %.2f MB planned, %.2f MB lower bound\n", r.dispatches_per_decode_step,
+    std::printf("nodes/step      %8zu   activations %.2f MB planned, %.2f MB lower bound\n", r.nodes_per_decode_step,
                 r.peak_activation_bytes / 1e6, r.activation_lower_bound_bytes / 1e6);
   }
   return 0;
