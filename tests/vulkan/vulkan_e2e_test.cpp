@@ -12,7 +12,7 @@
 
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
-#include "engine/runtime/session.h"
+#include "engine/api/model_impl.h"
 #include "graph/builder.h"
 #include "graph/lower.h"
 #include "support/cli.h"
@@ -170,7 +170,7 @@ TEST_CASE("vulkan: stories260K logits match run.c within 1e-4 relative, token by
   const auto ids = runc_fed_ids();
   auto model = open_model(shared_path("models/stories260K.bin"), "vulkan");
   const double decode = worst_row_error(decode_logits(*model, ids), ref, kStoriesVocab);
-  auto session = tessera::Session::create(model->runner());
+  auto session = tessera::Session::create(*model->impl().runner);
   REQUIRE(session.has_value());
   REQUIRE((*session)->feed(ids, /*all_logits=*/true).is_ok());
   const double prefill = worst_row_error((*session)->all_logits(), ref, kStoriesVocab);
