@@ -12,7 +12,7 @@ model=$shared/models/stories260K.bin
 reference=$shared/reference/stories260K.greedy.txt
 steps=48
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-install.XXXXXX")
+work=$(realpath "$(mktemp -d "${TMPDIR:-/tmp}/tessera-install.XXXXXX")")
 trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 fail() { echo "install_test: $*" >&2; exit 1; }
@@ -42,7 +42,7 @@ libdir=$(pkg-config --variable=libdir tessera)
   -Wl,-rpath,"$libdir" -o "$work/pc-consumer" || fail "consumer: pkg-config build failed"
 
 # The oracles: the llama2.c header (dim, hidden_dim, layers, heads, kv_heads, vocab, seq_len) and run.c's ids.
-read -r dim ffn layers heads kv vocab ctx < <(od -An -t d4 -N28 "$model")
+read -r dim ffn layers heads kv vocab ctx < <(od -An -t d4 -N28 "$model" | tr '\n' ' '; echo)
 vocab=${vocab#-}  # negative: the classifier is not shared
 want_config="config llama dim=$dim ffn=$ffn layers=$layers heads=$heads kv_heads=$kv vocab=$vocab context=$ctx"
 line=$(grep -v '^#' "$reference" | head -1)
@@ -56,12 +56,12 @@ for consumer in "$work/cmake-consumer/consumer" "$work/pc-consumer"; do
   [[ $got_config == "$want_config" ]] || fail "$consumer: '$got_config', the file's header says '$want_config'"
   got_ids=$(echo "$out" | sed -n 's/^ids //p')
   [[ $got_ids == "$want_ids" ]] || fail "$consumer: ids $got_ids; run.c gives $want_ids"
-  lib=$(ldd "$consumer" | awk '/libtessera\.so/ {print $3}')
+  lib=$(realpath "$(ldd "$consumer" | awk '/libtessera\.so/ {print $3}')")
   [[ $lib == "$prefix"/lib/libtessera.so* ]] || fail "$consumer loads libtessera from '$lib', not the prefix"
 done
 
 # The installed CLI runs from the installed library (RPATH $ORIGIN/../lib)...
-lib=$(ldd "$prefix/bin/tessera" | awk '/libtessera\.so/ {print $3}')
+lib=$(realpath "$(ldd "$prefix/bin/tessera" | awk '/libtessera\.so/ {print $3}')")
 [[ $lib == "$prefix"/lib/libtessera.so* ]] || fail "bin/tessera loads libtessera from '$lib', not the prefix"
 cli_ids=$("$prefix/bin/tessera" run -m "$model" --prompt-ids "$prompt" --temp 0 -n "$steps" --print-ids 2>/dev/null)
 [[ $cli_ids == "$want_ids" ]] || fail "installed tessera run: $cli_ids; run.c gives $want_ids"
