@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -10,27 +11,6 @@
 #include "core/hal/abi_check.h"
 
 namespace tessera {
-
-const char* to_string(DeviceKind k) {
-  switch (k) {
-    case DeviceKind::cpu: return "cpu";
-    case DeviceKind::gpu_discrete: return "discrete gpu";
-    case DeviceKind::gpu_integrated: return "integrated gpu";
-    case DeviceKind::cpu_emulated: return "cpu (emulated gpu)";
-  }
-  return "?";
-}
-
-const char* to_string(RoofSource s) {
-  switch (s) {
-    case RoofSource::unknown: return "unknown";
-    case RoofSource::datasheet: return "datasheet";
-    case RoofSource::measured: return "measured";
-    case RoofSource::measured_at_open: return "measured at open";
-    case RoofSource::nominal: return "nominal";
-  }
-  return "?";
-}
 
 const char* to_string(MemoryUse u) {
   switch (u) {
@@ -110,21 +90,36 @@ void BackendRegistry::load_plugins(const std::vector<std::string>& dirs) {
 
 std::vector<std::string> default_plugin_dirs() {
   std::vector<std::string> dirs;
+  auto add = [&](const std::string& d) {
+    if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
+  };
   if (const char* env = std::getenv("TESSERA_BACKEND_PATH")) {
     std::string s = env;
     size_t start = 0;
     while (start <= s.size()) {
       size_t end = s.find(':', start);
       if (end == std::string::npos) end = s.size();
-      if (end > start) dirs.push_back(s.substr(start, end - start));
+      if (end > start) add(s.substr(start, end - start));
       start = end + 1;
     }
   }
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    dirs.push_back(exe.parent_path().string());
-    dirs.push_back((exe.parent_path().parent_path() / "lib").string());
+    add(exe.parent_path().string());
+    add((exe.parent_path().parent_path() / "lib").string());
+  }
+  // Beside the library this code is linked into: for a program using an
+  // installed libtessera.so, PREFIX/lib/tessera (where `cmake --install` puts
+  // plugins) and PREFIX/lib. When the code is linked statically into the
+  // executable this is the executable's directory again.
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&default_plugin_dirs), &self) && self.dli_fname) {
+    auto lib = std::filesystem::canonical(self.dli_fname, ec);
+    if (!ec) {
+      add((lib.parent_path() / "tessera").string());
+      add(lib.parent_path().string());
+    }
   }
   return dirs;
 }

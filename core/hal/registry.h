@@ -1,6 +1,6 @@
 #pragma once
 // Every backend known to this process: built-in ones added at start-up, plugins
-// found next to the executable or in TESSERA_BACKEND_PATH.
+// found in TESSERA_BACKEND_PATH, next to the executable or next to libtessera.so.
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,7 +29,9 @@ class BackendRegistry {
 };
 
 // Default plugin directories: $TESSERA_BACKEND_PATH (colon-separated), the
-// executable's directory, and ../lib beside it.
+// executable's directory, ../lib beside it, and beside the library holding
+// this code (libtessera.so): its directory's tessera/ subdirectory, then the
+// directory itself.
 std::vector<std::string> default_plugin_dirs();
 
 }  // namespace tessera

@@ -1,28 +1,28 @@
+// Model and Generation: the public face of ModelRunner and Session.
 #include "tessera/tessera.h"
 
-#include "backends/builtin.h"
-#include "core/hal/registry.h"
+#include "engine/api/model_impl.h"
 #include "engine/models/load_model.h"
-#include "engine/runtime/model_runner.h"
-#include "engine/runtime/session.h"
-#include "engine/tokenizer/tokenizer.h"
 
 namespace tessera {
 
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
 Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
-  std::unique_ptr<Model> m(new Model());
+  auto m = std::make_unique<Impl>();
   TS_ASSIGN_OR_RETURN(ModelWeights w, load_model(o.path));
   auto weights = std::make_shared<ModelWeights>(std::move(w));
   if (!o.tokenizer_path.empty()) {
     TS_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load_file(o.tokenizer_path, weights->config.vocab_size));
-    m->tokenizer_ = std::make_unique<Tokenizer>(std::move(t));
+    m->tokenizer = std::make_unique<Tokenizer>(std::move(t));
   } else if (weights->tokenizer) {
     TS_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_data(*weights->tokenizer, o.path));
-    m->tokenizer_ = std::make_unique<Tokenizer>(std::move(t));
+    m->tokenizer = std::make_unique<Tokenizer>(std::move(t));
   }
-  if (m->tokenizer_ && m->tokenizer_->vocab_size() != weights->config.vocab_size)
+  if (m->tokenizer && m->tokenizer->vocab_size() != weights->config.vocab_size)
     return invalid_argument((o.tokenizer_path.empty() ? o.path : o.tokenizer_path) + ": tokenizer has " +
-                            std::to_string(m->tokenizer_->vocab_size()) + " tokens; the model's vocab_size is " +
+                            std::to_string(m->tokenizer->vocab_size()) + " tokens; the model's vocab_size is " +
                             std::to_string(weights->config.vocab_size));
   RunnerOptions ro;
   ro.backend = o.backend;
@@ -37,92 +37,78 @@ Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
   ro.weight_layout = o.weight_layout;
   // Greedy generation takes one id a step from the device, not the vocabulary's logits.
   ro.sample_on_device = true;
-  m->weights_ = weights;
+  m->config = to_model_config(weights->config);
+  m->weights = weights;
   TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(weights, ro));
-  m->runner_ = std::move(rc.runner);
-  m->kv_ = std::move(rc.kv);
-  return m;
+  m->runner = std::move(rc.runner);
+  m->kv = std::move(rc.kv);
+  return std::unique_ptr<Model>(new Model(std::move(m)));
 }
 
-Model::~Model() {
+Model::Impl::~Impl() {
   // The cache goes before the runner whose devices hold its pools, once no queued work reads them.
-  if (runner_) (void)runner_->synchronize();
-  kv_.reset();
+  if (runner) (void)runner->synchronize();
+  kv.reset();
 }
 
-const LlamaConfig& Model::config() const { return weights_->config; }
-const DeviceInfo& Model::device() const { return runner_->device_info(); }
-int32_t Model::max_context() const { return runner_->max_context(); }
-const std::vector<std::string>& Model::placement_notes() const { return runner_->placement_notes(); }
+const ModelConfig& Model::config() const { return impl_->config; }
+const DeviceInfo& Model::device() const { return impl_->runner->device_info(); }
+int32_t Model::max_context() const { return impl_->runner->max_context(); }
+const std::vector<std::string>& Model::placement_notes() const { return impl_->runner->placement_notes(); }
+bool Model::has_tokenizer() const { return impl_->tokenizer != nullptr; }
 
 Expected<std::vector<int32_t>> Model::encode(const std::string& text) const {
-  if (!tokenizer_) return invalid_argument(weights_->source + ": has no tokenizer; give one with -z");
+  const Tokenizer* tok = impl_->tokenizer.get();
+  const std::string& source = impl_->weights->source;
+  if (!tok) return invalid_argument(source + ": has no tokenizer; give one with -z");
   // BOS/EOS as the vocabulary asks (tokenizer.ggml.add_bos_token / add_eos_token).
-  std::vector<int32_t> ids = tokenizer_->encode(text, tokenizer_->default_options());
+  std::vector<int32_t> ids = tok->encode(text, tok->default_options());
   if (ids.empty())
-    return invalid_argument("the prompt is empty and " + weights_->source + "'s vocabulary adds no BOS; give some text");
+    return invalid_argument("the prompt is empty and " + source + "'s vocabulary adds no BOS; give some text");
   return ids;
 }
 
 Expected<std::string> Model::decode(const std::vector<int32_t>& ids) const {
-  if (!tokenizer_) return invalid_argument(weights_->source + ": has no tokenizer; give one with -z");
+  const Tokenizer* tok = impl_->tokenizer.get();
+  if (!tok) return invalid_argument(impl_->weights->source + ": has no tokenizer; give one with -z");
   for (int32_t id : ids)
-    if (id < 0 || id >= tokenizer_->vocab_size()) return out_of_range("token id " + std::to_string(id) + " is outside the vocabulary");
-  return tokenizer_->decode(ids);
+    if (id < 0 || id >= tok->vocab_size()) return out_of_range("token id " + std::to_string(id) + " is outside the vocabulary");
+  return tok->decode(ids);
 }
 
 std::string Model::decode_piece(int32_t prev, int32_t id) const {
-  return tokenizer_ ? tokenizer_->decode_piece(prev, id) : std::string();
+  return impl_->tokenizer ? impl_->tokenizer->decode_piece(prev, id) : std::string();
 }
 
 Expected<std::unique_ptr<Generation>> Model::start(const SamplerParams& sampler) {
   TS_TRY(validate(sampler));
-  TS_ASSIGN_OR_RETURN(auto s, Session::create(*runner_, *kv_));
-  return std::unique_ptr<Generation>(new Generation(std::move(s), sampler));
+  TS_ASSIGN_OR_RETURN(auto s, Session::create(*impl_->runner, *impl_->kv));
+  auto g = std::unique_ptr<Generation::Impl>(new Generation::Impl{std::move(s), Sampler(sampler), sampler, {}, {}});
+  return std::unique_ptr<Generation>(new Generation(std::move(g)));
 }
 
-Generation::Generation(std::unique_ptr<Session> s, SamplerParams p)
-    : session_(std::move(s)), sampler_(p), params_(p) {}
+Generation::Generation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Generation::~Generation() = default;
 
-Status Generation::feed(std::span<const int32_t> tokens) { return session_->feed(tokens); }
-std::span<const float> Generation::logits() const { return session_->logits(); }
-int32_t Generation::position() const { return session_->position(); }
+Status Generation::feed(std::span<const int32_t> tokens) { return impl_->session->feed(tokens); }
+std::span<const float> Generation::logits() const { return impl_->session->logits(); }
+int32_t Generation::position() const { return impl_->session->position(); }
+const GenerationMetrics& Generation::metrics() const { return impl_->metrics; }
 
 int32_t Generation::sample() {
-  scratch_.assign(session_->logits().begin(), session_->logits().end());
-  return sampler_.sample(scratch_);
+  const auto logits = impl_->session->logits();
+  impl_->scratch.assign(logits.begin(), logits.end());
+  return impl_->sampler.sample(impl_->scratch);
 }
 
 Expected<std::vector<int32_t>> Generation::generate(std::span<const int32_t> prompt, int32_t steps,
                                                     const std::function<bool(int32_t)>& on_token) {
   GenerateOptions o;
   o.steps = steps;
-  o.sampler = params_;
-  TS_ASSIGN_OR_RETURN(GenerateResult r, tessera::generate(*session_, prompt, o, on_token));
-  metrics_ = r.metrics;
+  o.sampler = impl_->params;
+  TS_ASSIGN_OR_RETURN(GenerateResult r, tessera::generate(*impl_->session, prompt, o, on_token));
+  impl_->metrics = r.metrics;
   return std::move(r.ids);
-}
-
-std::vector<BackendReport> list_devices() {
-  register_builtin_backends();
-  std::vector<BackendReport> out;
-  for (Backend* b : BackendRegistry::global().all()) {
-    BackendReport r{b->name(), b->enumerate(), {}};
-    if (r.devices.empty()) r.why_none = b->why_none();
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
-Expected<uint64_t> free_device_memory(const std::string& backend, int index) {
-  TS_ASSIGN_OR_RETURN(std::unique_ptr<Device> d, open_device(backend, index));
-  return d->free_memory();
-}
-
-std::vector<std::string> backend_load_errors() {
-  register_builtin_backends();
-  return BackendRegistry::global().load_errors();
 }
 
 }  // namespace tessera

@@ -128,7 +128,10 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
 
 }  // namespace
 
-Expected<std::vector<BenchReport>> run_bench(const BenchOptions& o, void (*log)(const std::string&)) {
+Expected<std::vector<BenchReport>> bench_backend(const BenchOptions& o, void (*log)(const std::string&)) {
+  const auto type = dtype_from_name(o.synthetic_type);
+  if (!type || (*type != DType::q8_0 && *type != DType::q4_0 && *type != DType::f16 && *type != DType::f32))
+    return invalid_argument("--type: '" + o.synthetic_type + "'; expected q8_0, q4_0, f16 or f32");
   register_builtin_backends();
   Backend* backend = BackendRegistry::global().find(o.backend);
   if (!backend) return not_found("--backend: '" + o.backend + "' is not available");
@@ -139,9 +142,9 @@ Expected<std::vector<BenchReport>> run_bench(const BenchOptions& o, void (*log)(
   std::shared_ptr<const ModelWeights> weights;
   const auto t0 = Clock::now();
   if (o.model_path.empty()) {
-    const SyntheticSpec spec = default_bench_spec(o.synthetic_type);
+    const SyntheticSpec spec = default_bench_spec(*type);
     log("bench: building the synthetic model (" + std::to_string(synthetic_model_bytes(spec) >> 20) + " MiB of " +
-        std::string(name(o.synthetic_type)) + " weights)");
+        o.synthetic_type + " weights)");
     TS_ASSIGN_OR_RETURN(ModelWeights w, make_synthetic_llama(spec, pool));
     weights = std::make_shared<ModelWeights>(std::move(w));
   } else {

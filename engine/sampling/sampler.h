@@ -9,19 +9,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "tessera/sampling.h"
 
 namespace tessera {
-
-struct SamplerParams {
-  float temperature = 1.0f;  // 0 = greedy (argmax)
-  float top_p = 0.9f;        // nucleus mass; >= 1 = off
-  int32_t top_k = 0;         // keep the k most probable; 0 = off
-  uint64_t seed = 0;         // 0 is replaced by a fixed nonzero constant (0 is xorshift's fixed point)
-};
-
-// temperature >= 0 (finite), 0 < top_p <= 1, top_k >= 0. Messages name the
-// CLI flag: "--temp: must be >= 0, got -1".
-Status validate(const SamplerParams& params);
 
 class Sampler {
  public:

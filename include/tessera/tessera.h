@@ -1,7 +1,9 @@
 #pragma once
 // Tessera's public C++ API: open a model on a device, create a generation
-// session, feed tokens, sample, read metrics. The `tessera` CLI is a thin
-// client of exactly this header.
+// session, feed tokens, sample, read metrics. Everything under include/tessera/
+// is self-contained: it names no header of the library's own source tree.
+// The `tessera` CLI is a client of these headers and nothing else
+// (tessera/model_file.h, tessera/bench.h and tessera/ir.h for its other commands).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -9,19 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "core/hal/device_info.h"
-#include "core/status.h"
-#include "engine/models/llama_config.h"
-#include "engine/runtime/metrics.h"
-#include "engine/sampling/sampler.h"
+#include "tessera/device_info.h"
+#include "tessera/export.h"
+#include "tessera/metrics.h"
+#include "tessera/model_config.h"
+#include "tessera/sampling.h"
+#include "tessera/status.h"
 
 namespace tessera {
-
-class KvCache;
-class ModelRunner;
-class Session;
-class Tokenizer;
-struct ModelWeights;
 
 struct ModelOptions {
   std::string path;            // GGUF or llama2.c .bin
@@ -41,9 +38,12 @@ struct ModelOptions {
 class Model;
 
 // A generation session over one sequence of a Model.
-class Generation {
+class TESSERA_API Generation {
  public:
   ~Generation();
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
   Status feed(std::span<const int32_t> tokens);   // the prompt, or the next token
   std::span<const float> logits() const;           // after the last token fed
   int32_t sample();                                // from logits(), with the session's sampler
@@ -51,30 +51,30 @@ class Generation {
   // llama2.c's loop: -n forward passes including the prompt; returns every id.
   Expected<std::vector<int32_t>> generate(std::span<const int32_t> prompt, int32_t steps,
                                           const std::function<bool(int32_t)>& on_token = {});
-  const GenerationMetrics& metrics() const { return metrics_; }
+  const GenerationMetrics& metrics() const;
+
+  struct Impl;
 
  private:
   friend class Model;
-  Generation(std::unique_ptr<Session> s, SamplerParams p);
-  std::unique_ptr<Session> session_;
-  Sampler sampler_;
-  SamplerParams params_;
-  GenerationMetrics metrics_;
-  std::vector<float> scratch_;
+  explicit Generation(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
-class Model {
+class TESSERA_API Model {
  public:
   static Expected<std::unique_ptr<Model>> open(const ModelOptions& options);
   ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
 
-  const LlamaConfig& config() const;
+  const ModelConfig& config() const;
   const DeviceInfo& device() const;
   int32_t max_context() const;  // positions a session can hold
   // Nodes the asked-for backend could not run, one line each, when the model
   // runs on the CPU instead; empty when it runs where asked.
   const std::vector<std::string>& placement_notes() const;
-  bool has_tokenizer() const { return tokenizer_ != nullptr; }
+  bool has_tokenizer() const;
   // The text as the model's tokenizer splits it, with BOS (and EOS) where the
   // vocabulary asks for them (llama2.c and SentencePiece vocabularies: BOS).
   // Text spelling a special token is plain text.
@@ -84,15 +84,13 @@ class Model {
   std::string decode_piece(int32_t prev, int32_t id) const;
 
   Expected<std::unique_ptr<Generation>> start(const SamplerParams& sampler = {});
-  ModelRunner& runner() { return *runner_; }
-  KvCache& kv_cache() { return *kv_; }
+
+  struct Impl;
+  Impl& impl() { return *impl_; }  // the library's own tests reach the runtime through it
 
  private:
-  Model() = default;
-  std::shared_ptr<const ModelWeights> weights_;
-  std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<ModelRunner> runner_;
-  std::unique_ptr<KvCache> kv_;  // after the runner: its pools are the runner's devices' memory
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 // Every backend and device this process can see.
@@ -101,10 +99,11 @@ struct BackendReport {
   std::vector<DeviceInfo> devices;
   std::string why_none;  // when devices is empty
 };
-std::vector<BackendReport> list_devices();
+TESSERA_API std::vector<BackendReport> list_devices();
 // Bytes of memory free now on device `index` of `backend` (it opens the
 // device to ask; docs/backends.md says how each backend measures).
-Expected<uint64_t> free_device_memory(const std::string& backend, int index);
-std::vector<std::string> backend_load_errors();
+TESSERA_API Expected<uint64_t> free_device_memory(const std::string& backend, int index);
+// Plugins (libtessera-backend-*.so) that were found but could not be loaded, one line each.
+TESSERA_API std::vector<std::string> backend_load_errors();
 
 }  // namespace tessera

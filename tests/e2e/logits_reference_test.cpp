@@ -8,7 +8,7 @@
 
 #include "support/cli.h"
 #include "support/reference_cases.h"
-#include "engine/runtime/session.h"
+#include "engine/api/model_impl.h"
 #include "tessera/tessera.h"
 
 using namespace tessera::testing;
@@ -74,7 +74,7 @@ TEST_CASE("stories260K logits match run.c within 1e-4 relative when the 48 token
   const auto ref = reference_logits();
   const auto ids = fed_ids();
   auto model = open_model(shared_path("models/stories260K.bin"));
-  auto session = tessera::Session::create(model->runner(), model->kv_cache());
+  auto session = tessera::Session::create(*model->impl().runner, *model->impl().kv);
   REQUIRE(session.has_value());
   REQUIRE((*session)->feed(ids, /*all_logits=*/true).is_ok());
   const auto& all = (*session)->all_logits();

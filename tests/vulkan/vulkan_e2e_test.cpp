@@ -13,7 +13,7 @@
 
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
-#include "engine/runtime/session.h"
+#include "engine/api/model_impl.h"
 #include "graph/builder.h"
 #include "graph/lower.h"
 #include "support/cli.h"
@@ -146,7 +146,7 @@ TEST_CASE("vulkan: stories260K logits match run.c within 1e-4 relative, token by
   const auto ids = runc_fed_ids();
   auto model = open_model(shared_path("models/stories260K.bin"), "vulkan");
   const double decode = worst_row_error(decode_logits(*model, ids), ref, kStoriesVocab);
-  auto session = tessera::Session::create(model->runner(), model->kv_cache());
+  auto session = tessera::Session::create(*model->impl().runner, *model->impl().kv);
   REQUIRE(session.has_value());
   REQUIRE((*session)->feed(ids, /*all_logits=*/true).is_ok());
   const double prefill = worst_row_error((*session)->all_logits(), ref, kStoriesVocab);
@@ -167,7 +167,7 @@ TEST_CASE("vulkan: a forked sequence diverging in a shared partial block gives t
   prompt_b.push_back(42);
   const int32_t steps = 12;
   auto independent = [&](const std::vector<int32_t>& p) {
-    auto s = tessera::Session::create(model->runner(), model->kv_cache());
+    auto s = tessera::Session::create(*model->impl().runner, *model->impl().kv);
     REQUIRE(s.has_value());
     REQUIRE((*s)->feed_greedy(p).is_ok());
     std::vector<int32_t> out = {(*s)->greedy_token()};
@@ -179,7 +179,7 @@ TEST_CASE("vulkan: a forked sequence diverging in a shared partial block gives t
   };
   const auto want_a = independent(prompt), want_b = independent(prompt_b);
   CHECK(std::equal(want_a.begin(), want_a.end(), cases[0].full_ids.begin() + 21));  // run.c's continuation
-  auto parent = tessera::Session::create(model->runner(), model->kv_cache());
+  auto parent = tessera::Session::create(*model->impl().runner, *model->impl().kv);
   REQUIRE(parent.has_value());
   REQUIRE((*parent)->feed_greedy(prompt).is_ok());
   auto child = (*parent)->fork();

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include <tessera/status.h>
 
 namespace CLI {
 class App;

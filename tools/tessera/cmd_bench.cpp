@@ -4,10 +4,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "backends/cpu/cpu_device.h"
-#include "core/thread_pool.h"
-#include "engine/bench/bench_run.h"
-#include "engine/bench/matmul_layouts.h"
+#include <tessera/bench.h>
+
 #include "tools/tessera/cli_common.h"
 
 namespace tessera::cli {
@@ -56,12 +54,12 @@ nlohmann::json to_json(const BenchReport& r) {
 
 // The measurement behind the CPU's preferred weight layouts (docs/performance.md).
 int matmul_layouts_main() {
-  ThreadPool pool(cpu::default_cpu_threads());
-  std::printf("matmul weight layouts, %d threads, median of 25 runs each, alternating (ms)\n", pool.num_threads());
+  const MatmulLayoutReport report = time_matmul_layouts(25);
+  std::printf("matmul weight layouts, %d threads, median of 25 runs each, alternating (ms)\n", report.threads);
   std::printf("%-6s %5s %6s %6s %10s %10s %8s %10s %10s %8s\n", "dtype", "m", "n", "k", "rows", "rows_x4", "x4 gain",
               "rows min", "x4 min", "min gain");
-  for (const MatmulLayoutCase& c : bench_matmul_layouts(pool, 25))
-    std::printf("%-6s %5lld %6lld %6lld %10.3f %10.3f %7.3fx %10.3f %10.3f %7.3fx\n", std::string(name(c.dtype)).c_str(),
+  for (const MatmulLayoutTiming& c : report.cases)
+    std::printf("%-6s %5lld %6lld %6lld %10.3f %10.3f %7.3fx %10.3f %10.3f %7.3fx\n", c.dtype.c_str(),
                 (long long)c.m, (long long)c.n, (long long)c.k, c.rows_ms, c.x4_ms, c.speedup(), c.rows_min_ms, c.x4_min_ms,
                 c.min_speedup());
   return 0;
@@ -72,10 +70,7 @@ int bench_main() {
   BenchOptions o;
   o.model_path = f.model;
   o.backend = f.backend;
-  auto t = dtype_from_name(f.type);
-  if (!t || (*t != DType::q8_0 && *t != DType::q4_0 && *t != DType::f16 && *t != DType::f32))
-    return fail(invalid_argument("--type: '" + f.type + "'; expected q8_0, q4_0, f16 or f32"));
-  o.synthetic_type = *t;
+  o.synthetic_type = f.type;
   o.prompt_tokens = f.prompt_tokens;
   o.gen_tokens = f.gen_tokens;
   o.passes = f.passes;

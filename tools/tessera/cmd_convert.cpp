@@ -2,9 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "engine/formats/convert.h"
-#include "engine/models/load_model.h"
-#include "engine/tokenizer/tokenizer.h"
+#include <tessera/model_file.h>
+
 #include "tools/tessera/cli_common.h"
 
 namespace tessera::cli {
@@ -16,22 +15,13 @@ struct ConvertFlags {
 } f;
 
 int convert_main() {
-  auto type = dtype_from_name(f.type);
-  if (!type || (*type != DType::f32 && *type != DType::f16 && *type != DType::q8_0 && *type != DType::q4_0))
-    return fail(invalid_argument("--type: '" + f.type + "'; expected f32, f16, q8_0 or q4_0"));
-  auto weights = load_model(f.input);
-  if (!weights) return fail(weights.status());
-  std::optional<TokenizerData> tok = weights->tokenizer;
-  if (!f.tokenizer.empty()) {
-    auto t = Tokenizer::load_file(f.tokenizer, weights->config.vocab_size);
-    if (!t) return fail(t.status());
-    if (t->vocab_size() > weights->config.vocab_size)
-      return fail(invalid_argument("-z " + f.tokenizer + ": tokenizer has " + std::to_string(t->vocab_size()) +
-                                   " tokens; the model's vocab_size is " + std::to_string(weights->config.vocab_size)));
-    tok = t->data();
-  }
+  ConvertOptions o;
+  o.input = f.input;
+  o.tokenizer_path = f.tokenizer;
+  o.output = f.output;
+  o.type = f.type;
   std::vector<std::string> notes;
-  Status s = write_model_gguf(*weights, tok ? &*tok : nullptr, *type, f.output, &notes);
+  Status s = convert_model(o, &notes);
   for (const auto& n : notes) std::fprintf(stderr, "tessera: %s\n", n.c_str());
   if (!s.is_ok()) return fail(s);
   std::fprintf(stderr, "tessera: wrote %s (%s)\n", f.output.c_str(), f.type.c_str());

@@ -2,7 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "tessera/tessera.h"
+#include <tessera/tessera.h>
 #include "tools/tessera/cli_common.h"
 
 namespace tessera::cli {

@@ -3,11 +3,11 @@
 // every metadata key Tessera does not interpret.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <algorithm>
 #include <map>
 
-#include "engine/formats/gguf.h"
-#include "engine/models/load_model.h"
-#include "engine/tokenizer/tokenizer.h"
+#include <tessera/model_file.h>
+
 #include "tools/tessera/cli_common.h"
 
 namespace tessera::cli {
@@ -45,56 +45,46 @@ std::string role(const std::string& name) {
   return dot == std::string::npos ? name : "blk.N" + name.substr(dot);
 }
 
-std::string token_label(const TokenizerData& d, int32_t id) {
-  if (id < 0 || (size_t)id >= d.tokens.size()) return "none";
-  return std::to_string(id) + " '" + d.tokens[(size_t)id] + "'";
+std::string token_label(const SpecialToken& t) { return t.id < 0 ? "none" : std::to_string(t.id) + " '" + t.text + "'"; }
+
+// "[288, 64]", outermost first.
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
-void print_tokenizer(const std::string& source, Expected<Tokenizer> tok) {
+void print_tokenizer(const Expected<std::unique_ptr<TextTokenizer>>& tok) {
   if (!tok) {
     std::printf("tokenizer  not usable: %s\n", tok.status().message().c_str());
     return;
   }
-  const TokenizerData& d = tok->data();
-  std::printf("tokenizer  %s, %s tokens, from %s\n", tok->description().c_str(), grouped((uint64_t)tok->vocab_size()).c_str(),
-              source.c_str());
-  std::printf("           bos %s, eos %s, unk %s, pad %s; add_bos %s, add_eos %s%s\n", token_label(d, d.bos_id).c_str(),
-              token_label(d, d.eos_id).c_str(), token_label(d, d.unk_id).c_str(), token_label(d, d.pad_id).c_str(),
-              d.add_bos ? "yes" : "no", d.add_eos ? "yes" : "no",
-              tok->algorithm() == TokenizerAlgorithm::byte_bpe ? "" : d.add_space_prefix ? ", space prefix" : ", no space prefix");
-  std::map<TokenType, int> types;
-  for (TokenType t : d.types) ++types[t];
-  static const char* names[] = {"undefined", "normal", "unknown", "control", "user-defined", "unused", "byte"};
+  const TokenizerInfo d = (*tok)->info();
+  std::printf("tokenizer  %s, %s tokens, from %s\n", d.description.c_str(), grouped((uint64_t)d.vocab_size).c_str(),
+              d.source.c_str());
+  std::printf("           bos %s, eos %s, unk %s, pad %s; add_bos %s, add_eos %s%s\n", token_label(d.bos).c_str(),
+              token_label(d.eos).c_str(), token_label(d.unk).c_str(), token_label(d.pad).c_str(), d.add_bos ? "yes" : "no",
+              d.add_eos ? "yes" : "no", d.byte_level ? "" : d.add_space_prefix ? ", space prefix" : ", no space prefix");
   std::string line;
-  for (const auto& [t, n] : types) {
+  for (const auto& [type, n] : d.token_types) {
     if (!line.empty()) line += ", ";
-    line += grouped((uint64_t)n) + " " + names[(int)t];
+    line += grouped((uint64_t)n) + " " + type;
   }
   std::printf("           token types: %s\n", line.c_str());
 }
 
 int info_main() {
-  auto weights = load_model(f.model);
-  if (!weights) return fail(weights.status());
-  const ModelWeights& m = *weights;
-  const LlamaConfig& c = m.config;
+  auto inspected = inspect_model(f.model);
+  if (!inspected) return fail(inspected.status());
+  const ModelFileInfo& m = *inspected;
+  const ModelConfig& c = m.config;
 
-  std::string container = m.format;
-  if (m.format == "gguf") {
-    auto g = GgufFile::open(f.model);
-    if (g)
-      container = "GGUF v" + std::to_string(g->version()) + ", alignment " + std::to_string(g->alignment()) + ", " +
-                  std::to_string(g->kvs().size()) + " metadata keys";
-  } else if (m.format == "llama2c") {
-    container = "llama2.c checkpoint";
-  }
-  std::printf("model      %s (%s)\n", f.model.c_str(), container.c_str());
-  std::printf("arch       llama: dim %d, ffn %d, %d layers, %d heads, %d KV heads, head_dim %d, vocab %s\n", c.dim,
-              c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim(), grouped((uint64_t)c.vocab_size).c_str());
+  std::printf("model      %s (%s)\n", f.model.c_str(), m.container.c_str());
+  std::printf("arch       %s: dim %d, ffn %d, %d layers, %d heads, %d KV heads, head_dim %d, vocab %s\n", c.architecture.c_str(),
+              c.embedding_dim, c.ffn_dim, c.layers, c.heads, c.kv_heads, c.head_dim, grouped((uint64_t)c.vocab_size).c_str());
   std::printf("context    %d tokens\n", c.context_length);
-  std::printf("rope       %d of %d dims per head, theta %g, %s pairs; rms_norm eps %g; output %s\n", c.rope_dims, c.head_dim(),
-              c.rope_theta, c.rope_layout == RopeLayout::interleaved ? "interleaved" : "half-split", c.rms_eps,
-              c.tied_embeddings ? "tied to token_embd" : "separate (output.weight)");
+  std::printf("rope       %d of %d dims per head, theta %g, %s pairs; rms_norm eps %g; output %s\n", c.rope_dims, c.head_dim,
+              c.rope_theta, c.rope_pairs.c_str(), c.norm_eps, c.tied_embeddings ? "tied to token_embd" : "separate (output.weight)");
 
   uint64_t params = 0, bytes = 0;
   std::map<std::string, std::pair<int, uint64_t>> by_type;  // dtype → tensors, bytes
@@ -103,15 +93,15 @@ int info_main() {
     int count = 0;
   };
   std::vector<std::pair<std::string, Role>> roles;
-  for (const WeightTensor& t : m.tensors) {
-    params += (uint64_t)t.desc.shape.numel();
-    bytes += t.data.size();
-    auto& bt = by_type[std::string(name(t.desc.dtype))];
+  for (const TensorInfo& t : m.tensors) {
+    params += t.elements;
+    bytes += t.bytes;
+    auto& bt = by_type[t.dtype];
     ++bt.first;
-    bt.second += t.data.size();
+    bt.second += t.bytes;
     const std::string r = role(t.name);
     auto it = std::find_if(roles.begin(), roles.end(), [&](const auto& x) { return x.first == r; });
-    if (it == roles.end()) roles.push_back({r, {t.desc.shape.to_string(), std::string(name(t.desc.dtype)), 1}});
+    if (it == roles.end()) roles.push_back({r, {shape_text(t.shape), t.dtype, 1}});
     else ++it->second.count;
   }
   std::printf("params     %s in %zu tensors, %s\n", grouped(params).c_str(), m.tensors.size(), human_bytes(bytes).c_str());
@@ -125,8 +115,7 @@ int info_main() {
     std::printf("           %-28s %-14s %-5s%s\n", r.c_str(), x.shape.c_str(), x.dtype.c_str(),
                 x.count > 1 ? (" x" + std::to_string(x.count)).c_str() : "");
 
-  if (!f.tokenizer.empty()) print_tokenizer(f.tokenizer, Tokenizer::load_file(f.tokenizer, c.vocab_size));
-  else if (m.tokenizer) print_tokenizer(f.model, Tokenizer::from_data(*m.tokenizer, f.model));
+  if (!f.tokenizer.empty() || m.has_tokenizer) print_tokenizer(TextTokenizer::open({f.model, f.tokenizer}));
   else std::printf("tokenizer  none in the file (give one with -z)\n");
 
   if (!m.metadata.empty()) {

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <random>
 
-#include "tessera/tessera.h"
+#include <tessera/tessera.h>
 #include "tools/tessera/cli_common.h"
 
 namespace tessera::cli {

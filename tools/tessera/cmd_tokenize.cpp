@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "engine/models/load_model.h"
-#include "engine/tokenizer/tokenizer.h"
+#include <tessera/model_file.h>
+
 #include "tools/tessera/cli_common.h"
 
 namespace tessera::cli {
@@ -52,32 +52,14 @@ std::string visible(const std::string& s) {
 }
 
 int tokenize_main() {
-  if (f.model.empty() && f.tokenizer.empty())
-    return fail(invalid_argument("tokenize: give a model (-m) or a tokenizer file (-z), or both"));
-  int32_t vocab_size = 0;
-  std::optional<TokenizerData> inside;
-  std::string source = f.model;
-  if (!f.model.empty()) {
-    auto weights = load_model(f.model);
-    if (!weights) return fail(weights.status());
-    vocab_size = weights->config.vocab_size;
-    inside = std::move(weights->tokenizer);
-  }
-  if (f.tokenizer.empty() && !inside) return fail(invalid_argument(f.model + ": has no tokenizer; give one with -z"));
-  if (!f.tokenizer.empty()) source = f.tokenizer;
-  Expected<Tokenizer> tok = !f.tokenizer.empty() ? Tokenizer::load_file(f.tokenizer, vocab_size)
-                                                 : Tokenizer::from_data(std::move(*inside), f.model);
+  auto tok = TextTokenizer::open({f.model, f.tokenizer});
   if (!tok) return fail(tok.status());
-  // Fewer tokens than embedding rows is harmless for tokenizing (llama.cpp pads so too).
-  if (vocab_size > 0 && tok->vocab_size() > vocab_size)
-    return fail(invalid_argument(source + ": tokenizer has " + std::to_string(tok->vocab_size()) +
-                                 " tokens; the model's vocab_size is only " + std::to_string(vocab_size)));
-  EncodeOptions o = tok->default_options();
-  if (f.no_bos) o.add_bos = false;
+  TokenizeOptions o;
+  o.bos = !f.no_bos;
   o.parse_special = f.parse_special;
-  const std::vector<int32_t> ids = tok->encode(f.prompt, o);
+  const std::vector<int32_t> ids = (*tok)->encode(f.prompt, o);
   if (f.pieces) {
-    for (int32_t id : ids) std::printf("%d\t%s\n", id, visible(tok->token_bytes(id, true)).c_str());
+    for (int32_t id : ids) std::printf("%d\t%s\n", id, visible((*tok)->token_bytes(id)).c_str());
     return 0;
   }
   std::string line;

@@ -1,0 +1,75 @@
+#pragma once
+// `tessera bench`: prefill and decode a model (by default a synthetic llama
+// far larger than any cache) on every device of a backend, and report the
+// speeds against the read bandwidth measured right before and after decoding.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/device_info.h"
+#include "tessera/export.h"
+#include "tessera/status.h"
+
+namespace tessera {
+
+struct BenchOptions {
+  std::string model_path;  // empty: the synthetic bench model
+  std::string backend = "cpu";
+  std::string synthetic_type = "q8_0";  // q8_0, q4_0, f16 or f32
+  int32_t prompt_tokens = 128;
+  int32_t gen_tokens = 32;
+  uint64_t seed = 1;
+  std::string passes = "default";  // graph passes (docs/ir.md)
+  std::string tile;                // tile overrides (docs/ir.md)
+  std::string place;   // --place: nodes pinned to a device
+  std::string weight_layout = "auto";  // --weight-layout (docs/ir.md)
+};
+
+struct BenchReport {
+  DeviceInfo device;
+  std::string model;        // the file, or the synthetic shape
+  std::string weight_type;  // of the matmul weights
+  uint64_t weight_bytes = 0;
+  int32_t prompt_tokens = 0, gen_tokens = 0;
+  double prefill_tok_s = 0, decode_tok_s = 0, ttft_ms = 0, tpot_ms = 0;
+  // Decode measured two ways in one run, alternating A B A B (engine/bench/decode_loop.h):
+  // decode_tok_s / tpot_ms are the overlapped loop's (device greedy, next step
+  // prepared while one runs), decode_tok_s_serial the serial loop's (logits to
+  // the host, sampled there, then the next step built).
+  double decode_tok_s_serial = 0;
+  double host_gap_us = 0, host_gap_serial_us = 0;  // medians: host time from one step's end to the next's submit
+  uint64_t bytes_per_token = 0;  // weights + the KV cache read by one decode step, averaged
+  double read_GBps_before = 0, read_GBps_after = 0;
+  double mbu = 0;  // bytes_per_token * decode_tok_s / max(read_GBps_before, read_GBps_after)
+  uint64_t bandwidth_bytes = 0;
+  size_t nodes_per_decode_step = 0;  // graph nodes a decode step runs: not kernel launches on every backend
+  uint64_t peak_activation_bytes = 0, activation_lower_bound_bytes = 0;
+  double model_build_s = 0;
+  double read_GBps() const { return read_GBps_before > read_GBps_after ? read_GBps_before : read_GBps_after; }
+};
+
+// One report per device of the backend. Progress lines go to `log` (stderr).
+TESSERA_API Expected<std::vector<BenchReport>> run_bench(const BenchOptions& o, void (*log)(const std::string&));
+
+// The measurement behind the CPU's preferred weight layout (docs/performance.md):
+// the quantized matmul kernel on the standard layout and on rows_x4, same
+// weights, same input, timed alternately so that both see the same machine noise.
+struct MatmulLayoutTiming {
+  std::string dtype;  // "q8_0" or "q4_0"
+  int64_t m = 1, n = 4096, k = 4096;
+  double rows_ms = 0, x4_ms = 0;          // medians
+  double rows_min_ms = 0, x4_min_ms = 0;  // fastest runs: less swayed by other load on a shared host
+  double speedup() const { return x4_ms > 0 ? rows_ms / x4_ms : 0; }
+  double min_speedup() const { return x4_min_ms > 0 ? rows_min_ms / x4_min_ms : 0; }
+};
+
+struct MatmulLayoutReport {
+  int32_t threads = 0;  // the CPU backend's default thread count
+  std::vector<MatmulLayoutTiming> cases;
+};
+
+// Every (dtype, shape) of llama-7B's projections, m = 1 and 64, for q8_0 and
+// q4_0; `reps` timed runs of each layout after one warm-up of each.
+TESSERA_API MatmulLayoutReport time_matmul_layouts(int reps);
+
+}  // namespace tessera

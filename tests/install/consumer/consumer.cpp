@@ -1,0 +1,43 @@
+// A program outside the tree, built against an installed Tessera (by
+// find_package in CMakeLists.txt here, or by pkg-config): prints the model's
+// shape as the public API reads it, then greedy ids, for install_test.sh to
+// compare with the file's own header and run.c's reference.
+//   consumer MODEL STEPS PROMPT_IDS      PROMPT_IDS: "1" or "1,277,51"
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <tessera/bench.h>
+#include <tessera/ir.h>
+#include <tessera/model_file.h>
+#include <tessera/tessera.h>
+
+int main(int argc, char** argv) {
+  if (argc < 4) return std::fprintf(stderr, "usage: %s MODEL STEPS PROMPT_IDS\n", argv[0]), 2;
+  auto file = tessera::inspect_model(argv[1]);
+  if (!file) return std::fprintf(stderr, "%s\n", file.status().message().c_str()), 1;
+  const tessera::ModelConfig& c = file->config;
+  std::printf("config %s dim=%d ffn=%d layers=%d heads=%d kv_heads=%d vocab=%d context=%d\n", c.architecture.c_str(),
+              c.embedding_dim, c.ffn_dim, c.layers, c.heads, c.kv_heads, c.vocab_size, c.context_length);
+
+  std::vector<int32_t> prompt;
+  const std::string ids_text = argv[3];
+  for (size_t start = 0; start <= ids_text.size();) {
+    size_t end = ids_text.find(',', start);
+    if (end == std::string::npos) end = ids_text.size();
+    prompt.push_back((int32_t)std::atoi(ids_text.substr(start, end - start).c_str()));
+    start = end + 1;
+  }
+  auto model = tessera::Model::open({.path = argv[1]});
+  if (!model) return std::fprintf(stderr, "%s\n", model.status().message().c_str()), 1;
+  auto gen = (*model)->start({.temperature = 0.0f});
+  if (!gen) return std::fprintf(stderr, "%s\n", gen.status().message().c_str()), 1;
+  auto ids = (*gen)->generate(prompt, std::atoi(argv[2]));
+  if (!ids) return std::fprintf(stderr, "%s\n", ids.status().message().c_str()), 1;
+  std::string line;
+  for (size_t i = 0; i < ids->size(); ++i) line += (i ? "," : "") + std::to_string((*ids)[i]);
+  std::printf("ids %s\n", line.c_str());
+  std::printf("device %s, %zu passes known\n", (*model)->device().name.c_str(), tessera::list_passes().size());
+  return 0;
+}
