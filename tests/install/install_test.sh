@@ -7,6 +7,7 @@
 # reference. Then checks the installed CLI: that it runs from its own
 # libtessera.so, and lists the installed Vulkan plugin (when built).
 set -euo pipefail
+trap 'echo "install_test: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 build=$1 src=$2 shared=$3 cxx=$4 generator=$5 has_vulkan=$6 extra_flags=${7:-}
 model=$shared/models/stories260K.bin
 reference=$shared/reference/stories260K.greedy.txt
@@ -45,7 +46,7 @@ libdir=$(pkg-config --variable=libdir tessera)
 read -r dim ffn layers heads kv vocab ctx < <(od -An -t d4 -N28 "$model" | tr '\n' ' '; echo)
 vocab=${vocab#-}  # negative: the classifier is not shared
 want_config="config llama dim=$dim ffn=$ffn layers=$layers heads=$heads kv_heads=$kv vocab=$vocab context=$ctx"
-line=$(grep -v '^#' "$reference" | head -1)
+line=$(grep -m1 -v '^#' "$reference")  # not | head: pipefail and grep's SIGPIPE
 prompt=${line%% | *}
 prompt=${prompt// /}
 want_ids=$(echo "${line#* | }" | tr -d ' ' | cut -d, -f1-$((steps + 1)))
@@ -69,7 +70,7 @@ cli_ids=$("$prefix/bin/tessera" run -m "$model" --prompt-ids "$prompt" --temp 0 
 if [[ $has_vulkan == ON || $has_vulkan == 1 || $has_vulkan == TRUE ]]; then
   [[ -e $prefix/lib/tessera/libtessera-backend-vulkan.so ]] || fail "the Vulkan plugin was not installed in lib/tessera"
   devices=$("$prefix/bin/tessera" devices)
-  echo "$devices" | grep -q '^vulkan' || fail "installed tessera devices does not list the vulkan backend: $devices"
-  ! echo "$devices" | grep -q 'plugin not loaded' || fail "installed tessera devices: $devices"
+  grep -q '^vulkan' <<< "$devices" || fail "installed tessera devices does not list the vulkan backend: $devices"
+  ! grep -q 'plugin not loaded' <<< "$devices" || fail "installed tessera devices: $devices"
 fi
 echo "install_test: installed, consumers built by find_package and pkg-config, ids match run.c ($((steps + 1)) ids)"
