@@ -60,11 +60,11 @@ long step_allocations(const std::string& passes, int32_t n_tokens) {
   RunnerOptions o;
   o.passes = passes;
   o.max_context = 256;
-  auto runner = ModelRunner::create(std::make_shared<const ModelWeights>(std::move(*w)), o);
-  REQUIRE_MESSAGE(runner.has_value(), runner.status().message());
-  auto plan = (*runner)->plan_for(n_tokens);
+  auto rc = open_runner(std::make_shared<const ModelWeights>(std::move(*w)), o);
+  REQUIRE_MESSAGE(rc.has_value(), rc.status().message());
+  auto plan = rc->runner->plan_for(n_tokens);
   REQUIRE_MESSAGE(plan.has_value(), plan.status().message());
-  Device& device = (*runner)->device();
+  Device& device = rc->runner->device();
   auto stream = device.create_stream();
   REQUIRE(stream.has_value());
 
