@@ -9,6 +9,6 @@
 namespace tessera {
 
 inline constexpr uint32_t kBackendAbiVersion = 2;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0x0ed4cf012a9b87d2ull;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0xd942885f2a2f399cull;
 
 }  // namespace tessera

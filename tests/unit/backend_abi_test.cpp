@@ -58,7 +58,9 @@ std::string normalize_source(const std::string& s) {
 }
 
 std::string read_source(const std::string& rel) {
-  std::ifstream f(std::string(TESSERA_SOURCE_DIR) + "/" + rel, std::ios::binary);
+  // The public headers (<tessera/...>, quoted too) live under include/.
+  const std::string path = rel.rfind("tessera/", 0) == 0 ? "include/" + rel : rel;
+  std::ifstream f(std::string(TESSERA_SOURCE_DIR) + "/" + path, std::ios::binary);
   REQUIRE_MESSAGE(f.good(), "cannot read " << rel);
   std::ostringstream ss;
   ss << f.rdbuf();
