@@ -23,12 +23,6 @@ using namespace tessera::testing;
 
 namespace {
 
-std::vector<std::byte> random_bytes(Rng& rng, size_t n) {
-  std::vector<std::byte> b(n);
-  for (auto& x : b) x = (std::byte)rng.integer(0, 255);
-  return b;
-}
-
 // Sets $TESSERA_VULKAN_RING_BYTES for the streams made while it lives: a
 // Vulkan stream's staging ring of this many bytes (other devices ignore it).
 struct RingBytes {
@@ -87,7 +81,7 @@ TEST_CASE("stress: uploads, downloads and copies at random sizes and offsets, th
     std::vector<std::vector<std::byte>> mirror;
     for (MemoryUse use : {MemoryUse::activations, MemoryUse::kv_cache, MemoryUse::host_staging}) {
       bufs.push_back(alloc(*d, n, use));
-      mirror.push_back(random_bytes(rng, n));
+      mirror.push_back(rng.bytes(n));
       REQUIRE(s->upload(*bufs.back(), 0, mirror.back()).is_ok());
     }
     struct Pending {
@@ -114,7 +108,7 @@ TEST_CASE("stress: uploads, downloads and copies at random sizes and offsets, th
       const size_t off = (size_t)rng.integer(0, (int32_t)(n - len));
       if (op < 4) {
         // The host array is overwritten as soon as the call returns.
-        std::vector<std::byte> host = random_bytes(rng, len);
+        std::vector<std::byte> host = rng.bytes(len);
         REQUIRE(s->upload(*bufs[b], off, host).is_ok());
         std::memcpy(mirror[b].data() + off, host.data(), len);
         std::fill(host.begin(), host.end(), std::byte{0xCD});
@@ -154,7 +148,7 @@ TEST_CASE("a download's bytes are in place once an event after it completes, syn
     auto s = std::move(*d->create_stream());
     const size_t n = 20000;
     auto x = alloc(*d, n, MemoryUse::activations), y = alloc(*d, n, MemoryUse::activations);
-    const auto data = random_bytes(rng, n);
+    const auto data = rng.bytes(n);
     REQUIRE(s->upload(*x, 0, data).is_ok());
     std::vector<std::byte> got(n, std::byte{0});
     REQUIRE(s->download(got, *x, 0).is_ok());
@@ -170,7 +164,7 @@ TEST_CASE("a download's bytes are in place once an event after it completes, syn
     });
     std::vector<std::vector<std::byte>> more(8, std::vector<std::byte>(n / 8));
     for (size_t i = 0; i < more.size(); ++i) {
-      REQUIRE(s->upload(*y, 0, random_bytes(rng, n)).is_ok());
+      REQUIRE(s->upload(*y, 0, rng.bytes(n)).is_ok());
       REQUIRE(s->download(more[i], *x, i * (n / 8)).is_ok());
     }
     other.join();
@@ -190,7 +184,7 @@ TEST_CASE("copy_blocks: blocks that chain within one pool are copied in the orde
     const uint64_t bb = 48;
     const int32_t blocks = 6;
     auto pool = alloc(*d, bb * blocks, MemoryUse::kv_cache);
-    auto expect = random_bytes(rng, bb * blocks);
+    auto expect = rng.bytes(bb * blocks);
     REQUIRE(s->upload(*pool, 0, expect).is_ok());
     // 1 -> 2 then 2 -> 3: block 3 gets what block 1 held; 5 -> 0 twice, then 4 -> 0: block 0 ends as block 4.
     const std::vector<BlockCopy> chain = {{1, 2}, {2, 3}, {5, 0}, {5, 0}, {4, 0}};
@@ -212,7 +206,7 @@ TEST_CASE("streams wait on each other's events in both directions, and on anothe
     const size_t n = 1 << 16;
     auto x = alloc(*d, n, MemoryUse::activations), y = alloc(*d, n, MemoryUse::activations), z = alloc(*d, n, MemoryUse::activations);
     for (int round = 0; round < 4; ++round) {
-      const auto a = random_bytes(rng, n), b = random_bytes(rng, n);
+      const auto a = rng.bytes(n), b = rng.bytes(n);
       REQUIRE(s1->upload(*x, 0, a).is_ok());
       REQUIRE(s1->record(*e1).is_ok());
       REQUIRE(s2->wait(*e1).is_ok());  // y gets a, not b
@@ -236,7 +230,7 @@ TEST_CASE("streams wait on each other's events in both directions, and on anothe
       auto st = std::move(*to->create_stream());
       const size_t n = 5000;
       auto xf = alloc(*from, n, MemoryUse::activations), xt = alloc(*to, n, MemoryUse::activations);
-      const auto data = random_bytes(rng, n);
+      const auto data = rng.bytes(n);
       std::vector<std::byte> host(n, std::byte{0});
       REQUIRE(sf->upload(*xf, 0, data).is_ok());
       REQUIRE(sf->download(host, *xf, 0).is_ok());

@@ -17,12 +17,6 @@ using namespace tessera::testing;
 
 namespace {
 
-std::vector<std::byte> random_bytes(Rng& rng, size_t n) {
-  std::vector<std::byte> b(n);
-  for (auto& x : b) x = (std::byte)rng.integer(0, 255);
-  return b;
-}
-
 // Streams, events and buffers of devices that can make them (the skeleton cannot).
 template <class Body>
 void on_every_stream_device(Body body) {
@@ -72,7 +66,7 @@ TEST_CASE("an upload takes its bytes before it returns, and a download lands by 
     for (int round = 0; round < 3; ++round) {
       const uint64_t off = (uint64_t)rng.integer(0, 13);
       const size_t len = (size_t)rng.integer(1, (int32_t)n);
-      const auto data = random_bytes(rng, len);
+      const auto data = rng.bytes(len);
       std::copy(data.begin(), data.end(), host.begin());
       REQUIRE(s->upload(*buf, off, {host.data(), len}).is_ok());
       std::fill(host.begin(), host.end(), std::byte{0xAB});
@@ -95,7 +89,7 @@ TEST_CASE("copies between device buffers and through pinned host_staging buffers
     REQUIRE(pinned_out->host_data() != nullptr);
     auto a = alloc(d, n, MemoryUse::activations);
     auto b = alloc(d, n + 64, MemoryUse::kv_cache);
-    const auto data = random_bytes(rng, n);
+    const auto data = rng.bytes(n);
     std::memcpy(pinned_in->host_data(), data.data(), n);
     // pinned -> a -> b (at an offset) -> pinned_out, all queued, then one event.
     REQUIRE(s->copy(*pinned_in, 0, *a, 0, n).is_ok());
@@ -125,7 +119,7 @@ TEST_CASE("events: complete when never recorded, after synchronize, and a second
     auto y = alloc(d, n, MemoryUse::activations);
     // Repeated: a wait that did not order would be seen on some round.
     for (int round = 0; round < 4; ++round) {
-      const auto data = random_bytes(rng, n);
+      const auto data = rng.bytes(n);
       REQUIRE(s1->upload(*x, 0, data).is_ok());
       REQUIRE(s1->record(*e).is_ok());
       REQUIRE(s2->wait(*e).is_ok());
@@ -148,7 +142,7 @@ TEST_CASE("copy_blocks copies every listed block of every pool in one batch, in 
     std::vector<std::unique_ptr<Buffer>> pools, host;
     std::vector<std::vector<std::byte>> expect, expect_host;
     for (uint64_t bb : block_bytes) {
-      auto data = random_bytes(rng, bb * blocks);
+      auto data = rng.bytes(bb * blocks);
       pools.push_back(alloc(d, bb * blocks, MemoryUse::kv_cache));
       REQUIRE(s->upload(*pools.back(), 0, data).is_ok());
       expect.push_back(data);

@@ -15,12 +15,6 @@ using namespace tessera;
 using namespace tessera::testing;
 
 namespace {
-std::vector<std::byte> random_bytes(Rng& rng, size_t n) {
-  std::vector<std::byte> v(n);
-  for (auto& b : v) b = (std::byte)rng.integer(0, 255);
-  return v;
-}
-
 GgufValue nested_array() {
   GgufValue v;
   v.type = GgufType::array;
@@ -87,9 +81,9 @@ TEST_CASE("GGUF write → read → write is byte-identical, tensors included") {
   GgufWriter w;
   w.set_string("general.name", "roundtrip");
   w.set_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "▁a"});
-  const auto a = random_bytes(rng, 4 * 3 * 5);
-  const auto b = random_bytes(rng, sizeof(BlockQ8_0) * 2 * 4);
-  const auto c = random_bytes(rng, 2 * 7);
+  const auto a = rng.bytes(4 * 3 * 5);
+  const auto b = rng.bytes(sizeof(BlockQ8_0) * 2 * 4);
+  const auto c = rng.bytes(2 * 7);
   REQUIRE(w.add_tensor("a", DType::f32, {3, 5}, std::span<const std::byte>(a)).is_ok());
   REQUIRE(w.add_tensor("b", DType::q8_0, {4, 64}, std::span<const std::byte>(b)).is_ok());
   REQUIRE(w.add_tensor("c", DType::f16, {7}, std::span<const std::byte>(c)).is_ok());

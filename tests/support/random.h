@@ -1,6 +1,7 @@
 #pragma once
 // Fresh random inputs for every run, with the seed printed so a failure can
 // be replayed: TESSERA_TEST_SEED=<seed> fixes it.
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,11 @@ class Rng {
   explicit Rng(uint64_t salt = 0) : gen_(test_seed() ^ (salt * 0x9e3779b97f4a7c15ull)) {}
   float uniform(float lo = -1.0f, float hi = 1.0f) { return std::uniform_real_distribution<float>(lo, hi)(gen_); }
   int32_t integer(int32_t lo, int32_t hi) { return std::uniform_int_distribution<int32_t>(lo, hi)(gen_); }
+  std::vector<std::byte> bytes(size_t n) {
+    std::vector<std::byte> v(n);
+    for (auto& b : v) b = (std::byte)integer(0, 255);
+    return v;
+  }
   std::vector<float> floats(size_t n, float lo = -1.0f, float hi = 1.0f) {
     std::vector<float> v(n);
     for (auto& x : v) x = uniform(lo, hi);
