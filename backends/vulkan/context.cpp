@@ -108,6 +108,14 @@ uint64_t DeviceContext::completed() const {
   return value;
 }
 
+void memory_barrier(const VulkanApi& vk, VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags src,
+                    VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = src;
+  b.dstAccessMask = dst;
+  vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
+}
+
 Expected<std::unique_ptr<CommandBuffer>> CommandBuffer::create(DeviceContext& ctx) {
   std::unique_ptr<CommandBuffer> c(new CommandBuffer(ctx));
   const VulkanApi& vk = ctx.vk();

@@ -68,4 +68,8 @@ class CommandBuffer {
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
 };
 
+// One global memory barrier from (src_stage, src) to (dst_stage, dst).
+void memory_barrier(const VulkanApi& vk, VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags src,
+                    VkPipelineStageFlags dst_stage, VkAccessFlags dst);
+
 }  // namespace tessera::vulkan

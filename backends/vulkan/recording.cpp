@@ -21,14 +21,6 @@ bool any_overlap(const std::vector<Range>& a, const Range& r) {
   return std::any_of(a.begin(), a.end(), [&](const Range& x) { return x.overlaps(r); });
 }
 
-void memory_barrier(const VulkanApi& vk, VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags src,
-                    VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
-  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  b.srcAccessMask = src;
-  b.dstAccessMask = dst;
-  vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
-}
-
 }  // namespace
 
 bool profiling_enabled() {

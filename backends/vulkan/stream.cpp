@@ -15,14 +15,6 @@ namespace {
 // stream waits for its oldest copy rather than growing without bound.
 constexpr size_t kMaxPooledCommandBuffers = 8;
 
-void memory_barrier(const VulkanApi& vk, VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags src,
-                    VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
-  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  b.srcAccessMask = src;
-  b.dstAccessMask = dst;
-  vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
-}
-
 // One vkCmdCopyBuffer; `regions` are relative to each buffer's byte 0.
 void record_copy(const VulkanApi& vk, VkCommandBuffer cb, const VulkanBuffer& from, const VulkanBuffer& to,
                  std::span<const VkBufferCopy> regions) {
