@@ -252,19 +252,18 @@ Status ModelRunner::attach(KvCache& kv) {
                             std::to_string(kv.spec().block_size) + " tokens; the graph was built for " +
                             std::to_string(kv_spec_.num_blocks) + " of " + std::to_string(kv_spec_.block_size));
   kv_ = &kv;
-  // Where the step results land: pinned memory of the device that makes each.
+  // Where the step results land: pinned memory of the device that makes each (output k of the graph).
+  auto maker = [&](size_t k) -> Device& {
+    for (const graph::GraphPart& p : parts_)
+      if (p.returns.size() > k && p.returns[k] >= 0) return *slot_of(p.device).device;
+    return *devices_[0].device;  // partition exports every output, so unreached
+  };
   const uint64_t rows = (uint64_t)options_.max_prefill_tokens;
+  Device& logits_device = maker(0);
   for (InFlight& f : in_flight_) {
-    const size_t lp = (size_t)std::distance(parts_.begin(), std::find_if(parts_.begin(), parts_.end(), [](const graph::GraphPart& p) {
-                                              return p.returns[0] >= 0;
-                                            }));
-    TS_ASSIGN_OR_RETURN(f.logits, slot_of(parts_[lp].device).device->allocate(rows * (uint64_t)config().vocab_size * sizeof(float),
-                                                                             MemoryUse::host_staging));
+    TS_ASSIGN_OR_RETURN(f.logits, logits_device.allocate(rows * (uint64_t)config().vocab_size * sizeof(float), MemoryUse::host_staging));
     if (options_.sample_on_device) {
-      const size_t tp = (size_t)std::distance(parts_.begin(), std::find_if(parts_.begin(), parts_.end(), [](const graph::GraphPart& p) {
-                                                return p.returns.size() > 1 && p.returns[1] >= 0;
-                                              }));
-      TS_ASSIGN_OR_RETURN(f.tokens, slot_of(parts_[tp].device).device->allocate(rows * sizeof(int32_t), MemoryUse::host_staging));
+      TS_ASSIGN_OR_RETURN(f.tokens, maker(1).allocate(rows * sizeof(int32_t), MemoryUse::host_staging));
     }
   }
   const Status st = compile_buckets();
