@@ -116,6 +116,17 @@ void memory_barrier(const VulkanApi& vk, VkCommandBuffer cb, VkPipelineStageFlag
   vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
 }
 
+Status begin_copy_commands(const VulkanApi& vk, VkCommandBuffer cb) {
+  TS_VK_TRY(vk.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  TS_VK_TRY(vk.vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
+  memory_barrier(vk, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  return Status::ok();
+}
+
 Expected<std::unique_ptr<CommandBuffer>> CommandBuffer::create(DeviceContext& ctx) {
   std::unique_ptr<CommandBuffer> c(new CommandBuffer(ctx));
   const VulkanApi& vk = ctx.vk();

@@ -72,4 +72,9 @@ class CommandBuffer {
 void memory_barrier(const VulkanApi& vk, VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags src,
                     VkPipelineStageFlags dst_stage, VkAccessFlags dst);
 
+// Resets `cb` and begins it for one submission of copies that follow
+// everything earlier on the queue (shaders, copies, host writes): what every
+// copy submission starts with.
+Status begin_copy_commands(const VulkanApi& vk, VkCommandBuffer cb);
+
 }  // namespace tessera::vulkan

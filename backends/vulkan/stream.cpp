@@ -90,14 +90,7 @@ Expected<VkCommandBuffer> VulkanStream::begin_copies() {
   current_ = pick;
   const VulkanApi& vk = ctx_->vk();
   VkCommandBuffer cb = pool_[pick].cb->handle();
-  TS_VK_TRY(vk.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
-  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  TS_VK_TRY(vk.vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
-  // Behind everything earlier on the queue: shaders, copies, host writes.
-  memory_barrier(vk, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
-                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  TS_TRY(begin_copy_commands(vk, cb));
   return cb;
 }
 

@@ -39,13 +39,7 @@ Status Transfer::ensure_staging() {
 Status Transfer::copy(const VulkanBuffer& from, uint64_t from_off, const VulkanBuffer& to, uint64_t to_off, uint64_t bytes) {
   const VulkanApi& vk = ctx_->vk();
   VkCommandBuffer cb = cb_->handle();
-  TS_VK_TRY(vk.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
-  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  TS_VK_TRY(vk.vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
-  memory_barrier(vk, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
-                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  TS_TRY(begin_copy_commands(vk, cb));
   const VkBufferCopy region{from.base() + from_off, to.base() + to_off, bytes};
   vk.vkCmdCopyBuffer(cb, from.handle(), to.handle(), 1, &region);
   memory_barrier(vk, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
