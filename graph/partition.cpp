@@ -105,7 +105,6 @@ Expected<std::vector<GraphPart>> partition_by_device(const Graph& g) {
       part.graph.nodes.push_back(std::move(n));
     }
     for (ValueId v : exports[p]) part.graph.outputs.push_back(local.at(v));
-    part.has_logits = (int)p == logits_part;
     for (ValueId out : g.outputs) {
       const ValueId v = storage_of(g, out);
       const auto at = std::find(exports[p].begin(), exports[p].end(), v);

@@ -26,10 +26,11 @@ struct GraphPart {
     ValueId src_value = kNoValue;
   };
   std::vector<Input> inputs;
-  bool has_logits = false;  // the step's logits are this part's outputs[0]
   // For each of the whole graph's outputs (logits first): its index in this
   // part's outputs, or -1 when another part makes it.
   std::vector<int> returns;
+  // The step's logits are this part's (its outputs[0]: exported first).
+  bool has_logits() const { return !returns.empty() && returns[0] >= 0; }
 };
 
 Expected<std::vector<GraphPart>> partition_by_device(const Graph& g);

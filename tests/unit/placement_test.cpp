@@ -175,8 +175,8 @@ TEST_CASE("partition: a placed graph is cut where the device changes, values cro
   CHECK(a.device.to_string() == "gpu:0");
   CHECK(b.device.to_string() == "cpu:0");
   CHECK(a.inputs.empty());
-  CHECK(!a.has_logits);
-  CHECK(b.has_logits);
+  CHECK(!a.has_logits());
+  CHECK(b.has_logits());
   // The cpu part reads proj and residual from the gpu part, which returns them.
   REQUIRE(b.inputs.size() == 2);
   for (const GraphPart::Input& in : b.inputs) {
@@ -194,7 +194,7 @@ TEST_CASE("partition: a placed graph is cut where the device changes, values cro
   REQUIRE(one.has_value());
   REQUIRE(one->size() == 1);
   CHECK((*one)[0].graph.nodes.size() == whole.nodes.size());
-  CHECK((*one)[0].has_logits);
+  CHECK((*one)[0].has_logits());
 }
 
 // Two devices of one backend: --place names gpu:1 beside the target gpu:0.
@@ -246,7 +246,7 @@ TEST_CASE("place: --place puts nodes on a second device of the target's backend,
   std::string devices;
   for (const GraphPart& p : *parts) devices += p.device.to_string() + " ";
   CHECK(devices == "gpu:0 gpu:1 gpu:0 gpu:1 gpu:0 ");
-  CHECK((*parts)[4].has_logits);
+  CHECK((*parts)[4].has_logits());
   for (size_t p = 1; p < parts->size(); ++p)
     for (const GraphPart::Input& in : (*parts)[p].inputs) CHECK((*parts)[(size_t)in.src_part].device != (*parts)[p].device);
 }
