@@ -5,12 +5,17 @@
 #include "core/thread_pool.h"
 #include "engine/bench/bench_run.h"
 #include "engine/bench/matmul_layouts.h"
+#include "engine/bench/serving_bench.h"
 #include "tessera/bench.h"
 
 namespace tessera {
 
 Expected<std::vector<BenchReport>> run_bench(const BenchOptions& o, void (*log)(const std::string&)) {
   return bench_backend(o, log);
+}
+
+Expected<ServingBenchReport> run_serving_bench(const ServingBenchOptions& o, void (*log)(const std::string&)) {
+  return serving_bench(o, log);
 }
 
 MatmulLayoutReport time_matmul_layouts(int reps) {

@@ -33,4 +33,16 @@ struct Generation::Impl {
 // The public ModelConfig of a llama file's hyper-parameters.
 ModelConfig to_model_config(const LlamaConfig& c);
 
+// What Model::open and Engine::open share: the weights, and the tokenizer
+// (-z, else the model file's own; null when neither has one), checked
+// against each other; the runner's options; a prompt's ids.
+struct LoadedModel {
+  std::shared_ptr<const ModelWeights> weights;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o);
+RunnerOptions runner_options(const ModelOptions& o);
+Expected<std::vector<int32_t>> encode_prompt(const Tokenizer* tok, const std::string& source, const std::string& text);
+Expected<std::string> decode_ids(const Tokenizer* tok, const std::string& source, const std::vector<int32_t>& ids);
+
 }  // namespace tessera

@@ -9,21 +9,26 @@ namespace tessera {
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
 
-Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
-  auto m = std::make_unique<Impl>();
+Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o) {
+  LoadedModel m;
   TS_ASSIGN_OR_RETURN(ModelWeights w, load_model(o.path));
   auto weights = std::make_shared<ModelWeights>(std::move(w));
   if (!o.tokenizer_path.empty()) {
     TS_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load_file(o.tokenizer_path, weights->config.vocab_size));
-    m->tokenizer = std::make_unique<Tokenizer>(std::move(t));
+    m.tokenizer = std::make_unique<Tokenizer>(std::move(t));
   } else if (weights->tokenizer) {
     TS_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_data(*weights->tokenizer, o.path));
-    m->tokenizer = std::make_unique<Tokenizer>(std::move(t));
+    m.tokenizer = std::make_unique<Tokenizer>(std::move(t));
   }
-  if (m->tokenizer && m->tokenizer->vocab_size() != weights->config.vocab_size)
+  if (m.tokenizer && m.tokenizer->vocab_size() != weights->config.vocab_size)
     return invalid_argument((o.tokenizer_path.empty() ? o.path : o.tokenizer_path) + ": tokenizer has " +
-                            std::to_string(m->tokenizer->vocab_size()) + " tokens; the model's vocab_size is " +
+                            std::to_string(m.tokenizer->vocab_size()) + " tokens; the model's vocab_size is " +
                             std::to_string(weights->config.vocab_size));
+  m.weights = std::move(weights);
+  return m;
+}
+
+RunnerOptions runner_options(const ModelOptions& o) {
   RunnerOptions ro;
   ro.backend = o.backend;
   ro.device = o.device;
@@ -37,9 +42,25 @@ Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
   ro.weight_layout = o.weight_layout;
   // Greedy generation takes one id a step from the device, not the vocabulary's logits.
   ro.sample_on_device = true;
-  m->config = to_model_config(weights->config);
-  m->weights = weights;
-  TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(weights, ro));
+  return ro;
+}
+
+Expected<std::vector<int32_t>> encode_prompt(const Tokenizer* tok, const std::string& source, const std::string& text) {
+  if (!tok) return invalid_argument(source + ": has no tokenizer; give one with -z");
+  // BOS/EOS as the vocabulary asks (tokenizer.ggml.add_bos_token / add_eos_token).
+  std::vector<int32_t> ids = tok->encode(text, tok->default_options());
+  if (ids.empty())
+    return invalid_argument("the prompt is empty and " + source + "'s vocabulary adds no BOS; give some text");
+  return ids;
+}
+
+Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
+  auto m = std::make_unique<Impl>();
+  TS_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_and_tokenizer(o));
+  m->tokenizer = std::move(loaded.tokenizer);
+  m->weights = loaded.weights;
+  m->config = to_model_config(m->weights->config);
+  TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(m->weights, runner_options(o)));
   m->runner = std::move(rc.runner);
   m->kv = std::move(rc.kv);
   return std::unique_ptr<Model>(new Model(std::move(m)));
@@ -58,22 +79,18 @@ const std::vector<std::string>& Model::placement_notes() const { return impl_->r
 bool Model::has_tokenizer() const { return impl_->tokenizer != nullptr; }
 
 Expected<std::vector<int32_t>> Model::encode(const std::string& text) const {
-  const Tokenizer* tok = impl_->tokenizer.get();
-  const std::string& source = impl_->weights->source;
-  if (!tok) return invalid_argument(source + ": has no tokenizer; give one with -z");
-  // BOS/EOS as the vocabulary asks (tokenizer.ggml.add_bos_token / add_eos_token).
-  std::vector<int32_t> ids = tok->encode(text, tok->default_options());
-  if (ids.empty())
-    return invalid_argument("the prompt is empty and " + source + "'s vocabulary adds no BOS; give some text");
-  return ids;
+  return encode_prompt(impl_->tokenizer.get(), impl_->weights->source, text);
 }
 
-Expected<std::string> Model::decode(const std::vector<int32_t>& ids) const {
-  const Tokenizer* tok = impl_->tokenizer.get();
-  if (!tok) return invalid_argument(impl_->weights->source + ": has no tokenizer; give one with -z");
+Expected<std::string> decode_ids(const Tokenizer* tok, const std::string& source, const std::vector<int32_t>& ids) {
+  if (!tok) return invalid_argument(source + ": has no tokenizer; give one with -z");
   for (int32_t id : ids)
     if (id < 0 || id >= tok->vocab_size()) return out_of_range("token id " + std::to_string(id) + " is outside the vocabulary");
   return tok->decode(ids);
+}
+
+Expected<std::string> Model::decode(const std::vector<int32_t>& ids) const {
+  return decode_ids(impl_->tokenizer.get(), impl_->weights->source, ids);
 }
 
 std::string Model::decode_piece(int32_t prev, int32_t id) const {

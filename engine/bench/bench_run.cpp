@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_device.h"
 #include "core/hal/registry.h"
 #include "core/thread_pool.h"
+#include "engine/bench/stats.h"
 #include "engine/bench/bandwidth.h"
 #include "engine/bench/decode_loop.h"
 #include "engine/bench/synthetic_model.h"
@@ -23,12 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 int32_t argmax(std::span<const float> x) {
   return (int32_t)(std::max_element(x.begin(), x.end()) - x.begin());
@@ -62,8 +57,7 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   r.prompt_tokens = o.prompt_tokens;
   r.gen_tokens = o.gen_tokens;
   r.nodes_per_decode_step = runner->nodes_per_step();
-  for (const auto& t : w->tensors)
-    if (t.name == "blk.0.attn_q.weight") r.weight_type = std::string(name(t.desc.dtype));
+  r.weight_type = matmul_weight_type(*w);
   r.weight_bytes = w->total_bytes();
 
   std::mt19937 rng((uint32_t)o.seed);
@@ -128,29 +122,42 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
 
 }  // namespace
 
-Expected<std::vector<BenchReport>> bench_backend(const BenchOptions& o, void (*log)(const std::string&)) {
+Expected<std::shared_ptr<const ModelWeights>> load_bench_weights(const BenchOptions& o, ThreadPool& pool,
+                                                                  void (*log)(const std::string&)) {
   const auto type = dtype_from_name(o.synthetic_type);
   if (!type || (*type != DType::q8_0 && *type != DType::q4_0 && *type != DType::f16 && *type != DType::f32))
     return invalid_argument("--type: '" + o.synthetic_type + "'; expected q8_0, q4_0, f16 or f32");
-  register_builtin_backends();
-  Backend* backend = BackendRegistry::global().find(o.backend);
-  if (!backend) return not_found("--backend: '" + o.backend + "' is not available");
-  const auto devices = backend->enumerate();
-  if (devices.empty()) return not_found("--backend " + o.backend + ": no device (" + backend->why_none() + ")");
-
-  ThreadPool pool(cpu::default_cpu_threads());
-  std::shared_ptr<const ModelWeights> weights;
-  const auto t0 = Clock::now();
   if (o.model_path.empty()) {
     const SyntheticSpec spec = default_bench_spec(*type);
     log("bench: building the synthetic model (" + std::to_string(synthetic_model_bytes(spec) >> 20) + " MiB of " +
         o.synthetic_type + " weights)");
     TS_ASSIGN_OR_RETURN(ModelWeights w, make_synthetic_llama(spec, pool));
-    weights = std::make_shared<ModelWeights>(std::move(w));
-  } else {
-    TS_ASSIGN_OR_RETURN(ModelWeights w, load_model(o.model_path));
-    weights = std::make_shared<ModelWeights>(std::move(w));
+    return std::shared_ptr<const ModelWeights>(std::make_shared<ModelWeights>(std::move(w)));
   }
+  TS_ASSIGN_OR_RETURN(ModelWeights w, load_model(o.model_path));
+  return std::shared_ptr<const ModelWeights>(std::make_shared<ModelWeights>(std::move(w)));
+}
+
+Expected<std::vector<DeviceInfo>> bench_devices(const std::string& backend_name) {
+  register_builtin_backends();
+  Backend* backend = BackendRegistry::global().find(backend_name);
+  if (!backend) return not_found("--backend: '" + backend_name + "' is not available");
+  auto devices = backend->enumerate();
+  if (devices.empty()) return not_found("--backend " + backend_name + ": no device (" + backend->why_none() + ")");
+  return devices;
+}
+
+std::string matmul_weight_type(const ModelWeights& w) {
+  for (const auto& t : w.tensors)
+    if (t.name == "blk.0.attn_q.weight") return std::string(name(t.desc.dtype));
+  return "";
+}
+
+Expected<std::vector<BenchReport>> bench_backend(const BenchOptions& o, void (*log)(const std::string&)) {
+  TS_ASSIGN_OR_RETURN(const auto devices, bench_devices(o.backend));
+  ThreadPool pool(cpu::default_cpu_threads());
+  const auto t0 = Clock::now();
+  TS_ASSIGN_OR_RETURN(std::shared_ptr<const ModelWeights> weights, load_bench_weights(o, pool, log));
   const double build_s = ms_between(t0, Clock::now()) / 1e3;
 
   std::vector<BenchReport> reports;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/quant.h"
+#include "engine/bench/stats.h"
 #include "core/weight_layout.h"
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -12,10 +13,6 @@ namespace tessera {
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 MatmulLayoutCase run_case(ParallelFor& pf, DType dtype, int64_t m, int64_t n, int64_t k, int reps, std::mt19937& gen) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);

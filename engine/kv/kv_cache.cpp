@@ -17,14 +17,14 @@ Expected<KvCacheSpec> size_kv_cache(const KvSizing& s) {
   // Slots are int32 (slot_mapping, block tables).
   blocks = std::min<uint64_t>(blocks, (uint64_t)std::numeric_limits<int32_t>::max() / (uint64_t)s.block_size);
   if (blocks < (uint64_t)s.blocks_per_seq)
-    return resource_exhausted("--kv-cache-bytes: " + std::to_string(s.budget_bytes) + " bytes hold " + std::to_string(blocks) +
+    return resource_exhausted("--kv-cache-memory: " + std::to_string(s.budget_bytes) + " bytes hold " + std::to_string(blocks) +
                               " blocks of " + std::to_string(s.block_size) + " tokens (" + std::to_string(s.bytes_per_block) +
                               " bytes each over every layer); one sequence of the whole context needs " +
                               std::to_string(s.blocks_per_seq) + " (" + mib((uint64_t)s.blocks_per_seq * s.bytes_per_block) + ")");
   const uint64_t bytes = blocks * s.bytes_per_block;
   if (s.free_bytes > 0 && bytes > s.free_bytes)
     return resource_exhausted("kv cache: " + std::to_string(blocks) + " blocks need " + mib(bytes) + "; the device has " +
-                              mib(s.free_bytes) + " free (lower --ctx or --kv-cache-bytes)");
+                              mib(s.free_bytes) + " free (lower --ctx or --kv-cache-memory)");
   return KvCacheSpec{(int32_t)blocks, s.block_size, DType::f32};
 }
 

@@ -72,7 +72,17 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   r->devices_.push_back(std::move(primary));
   // One block of every layer's K and V pools, in the pools' element type (f32 today).
   const uint64_t bytes_per_block = 2ull * (uint64_t)c.n_layers * (uint64_t)o.block_size * (uint64_t)c.kv_dim() * sizeof(float);
-  TS_ASSIGN_OR_RETURN(r->kv_spec_, size_kv_cache({o.kv_cache_bytes, bytes_per_block, o.block_size, blocks_per_seq, o.max_seqs, 0}));
+  uint64_t budget = o.kv_cache_bytes;
+  if (budget == 0 && o.kv_memory_fraction != 0) {
+    const uint64_t cap = 2ull * (uint64_t)o.max_seqs * (uint64_t)blocks_per_seq * bytes_per_block;
+    TS_ASSIGN_OR_RETURN(const KvBudget b, kv_budget_for(*r->devices_[0].device, r->weights_->total_bytes(), o.kv_memory_fraction, cap));
+    budget = b.bytes;
+    if (budget == 0 && b.free_bytes > 0)
+      return resource_exhausted("kv cache: " + r->devices_[0].id.to_string() + " has " + std::to_string(b.free_bytes >> 20) +
+                                " MiB free and the weights take " + std::to_string(b.weight_bytes >> 20) +
+                                " MiB: nothing is left for the KV cache (give --kv-cache-memory)");
+  }
+  TS_ASSIGN_OR_RETURN(r->kv_spec_, size_kv_cache({budget, bytes_per_block, o.block_size, blocks_per_seq, o.max_seqs, 0}));
   TS_ASSIGN_OR_RETURN(r->graph_, build_llama_graph(*r->weights_, KvLayout{r->kv_spec_.num_blocks, r->kv_spec_.block_size},
                                                    LlamaGraphOptions{o.sample_on_device}));
   TS_TRY(r->place_and_bind());
@@ -318,7 +328,10 @@ Status ModelRunner::compile_buckets() {
   std::vector<std::map<std::string, uint64_t>> transfer_bytes(parts_.size());
   for (const auto& key : bucket_keys()) {
     const int32_t blocks = std::min(max_blocks_per_seq_, (key.second + options_.block_size - 1) / options_.block_size);
-    Lowered l{key, ShapeBucket{key.first, options_.max_seqs, key.first, blocks}, {}};
+    // A step carries at least one token per sequence: a bucket of T tokens
+    // holds at most T sequences, so (tokens, sequences, context) buckets
+    // follow from (tokens, context) and decode's scratch is sized to its rows.
+    Lowered l{key, ShapeBucket{key.first, std::min(key.first, options_.max_seqs), key.first, blocks}, {}};
     for (size_t p = 0; p < parts_.size(); ++p) {
       TS_ASSIGN_OR_RETURN(Plan plan, graph::lower(parts_[p].graph, l.bucket));
       for (const PlanBuffer& pb : plan.buffers) {
@@ -567,6 +580,22 @@ size_t ModelRunner::nodes_per_step() const {
 }  // namespace tessera
 
 namespace tessera {
+
+Expected<KvBudget> kv_budget_for(Device& device, uint64_t weight_bytes, double fraction, uint64_t cap_bytes) {
+  if (fraction < 0)
+    fraction = device.info().kind == DeviceKind::gpu_discrete ? RunnerOptions::kDefaultKvFractionGpu : RunnerOptions::kDefaultKvFractionHost;
+  if (!(fraction > 0 && fraction <= 1)) return invalid_argument("kv memory fraction: must be in (0, 1], got " + std::to_string(fraction));
+  KvBudget b;
+  auto free = device.free_memory();
+  if (!free) return b;  // unknown: the caller's other rule applies
+  b.free_bytes = *free;
+  // The CPU keeps the weights where they are (a mapped file, or memory
+  // already counted as used); another device copies them in.
+  b.weight_bytes = device.info().kind == DeviceKind::cpu ? 0 : weight_bytes;
+  const uint64_t left = b.free_bytes > b.weight_bytes ? b.free_bytes - b.weight_bytes : 0;
+  b.bytes = std::min<uint64_t>((uint64_t)((double)left * fraction), cap_bytes);
+  return b;
+}
 
 Expected<RunnerWithCache> open_runner(std::shared_ptr<const ModelWeights> weights, const RunnerOptions& options) {
   RunnerWithCache r;

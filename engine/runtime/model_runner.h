@@ -42,6 +42,15 @@ struct RunnerOptions {
   // Bytes of K/V pools (every layer) to allocate; 0: enough for max_seqs
   // sequences of the whole context. Less than one such sequence is refused.
   uint64_t kv_cache_bytes = 0;
+  // With kv_cache_bytes 0: when > 0, the budget is this fraction of the
+  // device's free memory after the weights it must hold (kv_budget_for),
+  // capped at 2 x max_seqs whole-context sequences; -1: the device kind's
+  // default fraction (kDefaultKvFraction*); 0: max_seqs of them.
+  double kv_memory_fraction = 0;
+  // A discrete GPU's memory is the cache's to take; a CPU's (or an
+  // integrated GPU's) is the host's, shared with everything else on it.
+  static constexpr double kDefaultKvFractionGpu = 0.9;
+  static constexpr double kDefaultKvFractionHost = 0.5;
   // Add the greedy token of each logit row to the graph (argmax on the
   // device), so a step can return R ids rather than R x vocab floats.
   bool sample_on_device = false;
@@ -216,6 +225,17 @@ class ModelRunner {
   std::vector<std::byte> staging_;            // transfers between two devices without host memory
   std::vector<int32_t> block_table_scratch_;  // block tables at a context bucket's row stride
 };
+
+// The KV budget RunnerOptions::kv_memory_fraction gives on `device` for
+// weights of `weight_bytes`: the fraction of its free memory after the
+// weights (a device in host memory that maps the file in place holds none
+// of them), capped at `cap_bytes`. Zero when the free memory is unknown.
+struct KvBudget {
+  uint64_t bytes = 0;
+  uint64_t free_bytes = 0;    // the device's free memory before the weights
+  uint64_t weight_bytes = 0;  // counted against it
+};
+Expected<KvBudget> kv_budget_for(Device& device, uint64_t weight_bytes, double fraction, uint64_t cap_bytes);
 
 // Opens `backend` device `index` from the registry (built-ins registered first).
 Expected<std::unique_ptr<Device>> open_device(const std::string& backend, int index);

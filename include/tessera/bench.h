@@ -51,6 +51,50 @@ struct BenchReport {
 // One report per device of the backend. Progress lines go to `log` (stderr).
 TESSERA_API Expected<std::vector<BenchReport>> run_bench(const BenchOptions& o, void (*log)(const std::string&));
 
+// `tessera bench --concurrency N`: the serving engine on the bench model
+// (device 0 of the backend). Single-stream decode first, then N requests at
+// once, then single-stream again (the baseline is the median of the two);
+// optionally cached against cold TTFT (prefix_tokens) and the running
+// streams' inter-token latency when a long prompt arrives, its prefill
+// chunked and not (long_prompt_tokens). docs/performance.md says how each
+// figure is taken.
+struct ServingBenchOptions {
+  BenchOptions model;                    // model, backend, type, prompt and generated tokens, passes
+  int32_t concurrency = 16;
+  int32_t max_num_batched_tokens = 256;  // >= concurrency (raised to it)
+  int32_t max_prefill_chunk = 0;         // 0: max_num_batched_tokens
+  uint64_t kv_cache_memory = 0;          // 0: the engine's default
+  bool prefix_caching = true;
+  int32_t prefix_tokens = 0;       // > 0: TTFT of requests whose first K prompt tokens are cached, and cold
+  int32_t long_prompt_tokens = 0;  // > 0: p99 inter-token latency of 4 running streams as such a prompt arrives
+};
+
+struct ServingBenchReport {
+  DeviceInfo device;
+  std::string model, weight_type;
+  std::string kv_summary;  // the engine's start line
+  int32_t concurrency = 0, prompt_tokens = 0, gen_tokens = 0;
+  double single_decode_tok_s = 0;     // one request alone: 1 / its TPOT (median of the two runs)
+  // N requests at once: generated tokens per second while all N decode
+  // (from the last first token to the first finish).
+  double aggregate_decode_tok_s = 0;
+  double speedup() const { return single_decode_tok_s > 0 ? aggregate_decode_tok_s / single_decode_tok_s : 0; }
+  double requests_per_s = 0;          // N / the time until the last finished
+  double ttft_p50_ms = 0, ttft_p99_ms = 0, tpot_p50_ms = 0, tpot_p99_ms = 0;
+  int32_t kv_peak_blocks = 0;
+  double mean_tokens_per_step = 0;
+  double host_fraction = 0;  // the engine's time outside model steps / time in them, over the concurrent run
+  double step_ms = 0;        // mean model step while N ran
+  int32_t prefix_tokens = 0;
+  double ttft_cached_ms = 0, ttft_cold_ms = 0;  // medians
+  int32_t long_prompt_tokens = 0;
+  double itl_p99_chunked_ms = 0, itl_p99_unchunked_ms = 0;
+  double itl_max_chunked_ms = 0, itl_max_unchunked_ms = 0;
+  int32_t long_prompt_chunk = 0;  // the chunk used for the chunked run
+};
+
+TESSERA_API Expected<ServingBenchReport> run_serving_bench(const ServingBenchOptions& o, void (*log)(const std::string&));
+
 // The measurement behind the CPU's preferred weight layout (docs/performance.md):
 // the quantized matmul kernel on the standard layout and on rows_x4, same
 // weights, same input, timed alternately so that both see the same machine noise.

@@ -16,6 +16,12 @@ struct SamplerParams {
   uint64_t seed = 0;         // 0 is replaced by a fixed nonzero constant (0 is xorshift's fixed point)
 };
 
+// The log-probability of one token (log-softmax of the model's raw logits).
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0;
+};
+
 // temperature >= 0 (finite), 0 < top_p <= 1, top_k >= 0. Messages name the
 // CLI flag: "--temp: must be >= 0, got -1".
 TESSERA_API Status validate(const SamplerParams& params);

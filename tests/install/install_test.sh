@@ -50,13 +50,25 @@ line=$(grep -m1 -v '^#' "$reference")  # not | head: pipefail and grep's SIGPIPE
 prompt=${line%% | *}
 prompt=${prompt// /}
 want_ids=$(echo "${line#* | }" | tr -d ' ' | cut -d, -f1-$((steps + 1)))
+# The engine's four concurrent requests: the first four reference lines.
+mapfile -t lines < <(grep -v '^#' "$reference")
+engine_prompts=() engine_want=()
+for k in 0 1 2 3; do
+  p=${lines[$k]%% | *}
+  engine_prompts+=("${p// /}")
+  engine_want+=("$(echo "${lines[$k]#* | }" | tr -d ' ' | cut -d, -f1-$((steps + 1)))")
+done
 
 for consumer in "$work/cmake-consumer/consumer" "$work/pc-consumer"; do
-  out=$("$consumer" "$model" "$steps" "$prompt") || fail "$consumer failed: $out"
+  out=$("$consumer" "$model" "$steps" "${engine_prompts[@]}") || fail "$consumer failed: $out"
   got_config=$(echo "$out" | grep '^config ')
   [[ $got_config == "$want_config" ]] || fail "$consumer: '$got_config', the file's header says '$want_config'"
   got_ids=$(echo "$out" | sed -n 's/^ids //p')
   [[ $got_ids == "$want_ids" ]] || fail "$consumer: ids $got_ids; run.c gives $want_ids"
+  for k in 0 1 2 3; do
+    got=$(echo "$out" | sed -n "s/^engine $k //p")
+    [[ $got == "${engine_want[$k]}" ]] || fail "$consumer: engine request $k streamed $got; run.c gives ${engine_want[$k]}"
+  done
   lib=$(realpath "$(ldd "$consumer" | awk '/libtessera\.so/ {print $3}')")
   [[ $lib == "$prefix"/lib/libtessera.so* ]] || fail "$consumer loads libtessera from '$lib', not the prefix"
 done
@@ -73,4 +85,4 @@ if [[ $has_vulkan == ON || $has_vulkan == 1 || $has_vulkan == TRUE ]]; then
   grep -q '^vulkan' <<< "$devices" || fail "installed tessera devices does not list the vulkan backend: $devices"
   ! grep -q 'plugin not loaded' <<< "$devices" || fail "installed tessera devices: $devices"
 fi
-echo "install_test: installed, consumers built by find_package and pkg-config, ids match run.c ($((steps + 1)) ids)"
+echo "install_test: installed, consumers built by find_package and pkg-config, ids match run.c ($((steps + 1)) ids; 4 engine streams)"

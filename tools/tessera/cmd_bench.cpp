@@ -7,6 +7,7 @@
 #include <tessera/bench.h>
 
 #include "tools/tessera/cli_common.h"
+#include "tools/tessera/engine_flags.h"
 
 namespace tessera::cli {
 
@@ -15,6 +16,8 @@ namespace {
 struct BenchFlags {
   std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto";
   int32_t prompt_tokens = 128, gen_tokens = 32;
+  int32_t concurrency = 0, prefix_tokens = 0, long_prompt_tokens = 0;
+  EngineFlags engine;
   bool json = false, matmul_layouts = false;
 } f;
 
@@ -65,8 +68,47 @@ int matmul_layouts_main() {
   return 0;
 }
 
-int bench_main() {
-  if (f.matmul_layouts) return matmul_layouts_main();
+nlohmann::json to_json(const ServingBenchReport& r) {
+  nlohmann::json j = {
+      {"device", r.device.name},
+      {"backend", r.device.backend},
+      {"threads", r.device.compute_units},
+      {"model", r.model},
+      {"weight_type", r.weight_type},
+      {"kv_cache", r.kv_summary},
+      {"concurrency", r.concurrency},
+      {"prompt_tokens", r.prompt_tokens},
+      {"gen_tokens", r.gen_tokens},
+      {"single_decode_tok_s", r.single_decode_tok_s},
+      {"aggregate_decode_tok_s", r.aggregate_decode_tok_s},
+      {"aggregate_speedup", r.speedup()},
+      {"requests_per_s", r.requests_per_s},
+      {"ttft_p50_ms", r.ttft_p50_ms},
+      {"ttft_p99_ms", r.ttft_p99_ms},
+      {"tpot_p50_ms", r.tpot_p50_ms},
+      {"tpot_p99_ms", r.tpot_p99_ms},
+      {"kv_peak_blocks", r.kv_peak_blocks},
+      {"mean_tokens_per_step", r.mean_tokens_per_step},
+      {"step_ms", r.step_ms},
+      {"host_fraction", r.host_fraction},
+  };
+  if (r.prefix_tokens > 0) {
+    j["prefix_tokens"] = r.prefix_tokens;
+    j["ttft_cached_ms"] = r.ttft_cached_ms;
+    j["ttft_cold_ms"] = r.ttft_cold_ms;
+  }
+  if (r.long_prompt_tokens > 0) {
+    j["long_prompt_tokens"] = r.long_prompt_tokens;
+    j["long_prompt_chunk"] = r.long_prompt_chunk;
+    j["itl_p99_chunked_ms"] = r.itl_p99_chunked_ms;
+    j["itl_p99_unchunked_ms"] = r.itl_p99_unchunked_ms;
+    j["itl_max_chunked_ms"] = r.itl_max_chunked_ms;
+    j["itl_max_unchunked_ms"] = r.itl_max_unchunked_ms;
+  }
+  return j;
+}
+
+BenchOptions model_options() {
   BenchOptions o;
   o.model_path = f.model;
   o.backend = f.backend;
@@ -77,7 +119,53 @@ int bench_main() {
   o.tile = f.tile;
   o.place = f.place;
   o.weight_layout = f.weight_layout;
-  auto reports = run_bench(o, log_line);
+  return o;
+}
+
+// --concurrency, --prefix-tokens, --long-prompt-tokens: the serving engine.
+int serving_main() {
+  ServingBenchOptions o;
+  o.model = model_options();
+  o.concurrency = f.concurrency > 0 ? f.concurrency : 1;
+  o.max_num_batched_tokens = f.engine.max_num_batched_tokens;
+  o.max_prefill_chunk = f.engine.max_prefill_chunk;
+  o.kv_cache_memory = f.engine.kv_cache_memory;
+  o.prefix_caching = !f.engine.no_prefix_cache;
+  o.prefix_tokens = f.prefix_tokens;
+  o.long_prompt_tokens = f.long_prompt_tokens;
+  auto report = run_serving_bench(o, log_line);
+  if (!report) return fail(report.status());
+  const ServingBenchReport& r = *report;
+  if (f.json) {
+    std::printf("%s\n", to_json(r).dump().c_str());
+    return 0;
+  }
+  std::printf("device          %s [%s]\n", r.device.name.c_str(), r.device.backend.c_str());
+  std::printf("model           %s (%s)\n", r.model.c_str(), r.weight_type.c_str());
+  std::printf("%s\n", r.kv_summary.c_str());
+  std::printf("requests        %d at once, %d prompt tokens, %d generated each\n", r.concurrency, r.prompt_tokens, r.gen_tokens);
+  std::printf("decode          %8.2f tok/s aggregate, %.2f tok/s one request alone (%.2fx)\n", r.aggregate_decode_tok_s,
+              r.single_decode_tok_s, r.speedup());
+  std::printf("requests/s      %8.3f\n", r.requests_per_s);
+  std::printf("TTFT            %8.1f ms p50, %.1f ms p99\n", r.ttft_p50_ms, r.ttft_p99_ms);
+  std::printf("TPOT            %8.2f ms p50, %.2f ms p99\n", r.tpot_p50_ms, r.tpot_p99_ms);
+  std::printf("KV peak         %8d blocks\n", r.kv_peak_blocks);
+  std::printf("steps           %8.1f tokens/step, %.2f ms/step, engine host time %.2f %% of step time\n", r.mean_tokens_per_step,
+              r.step_ms, 100 * r.host_fraction);
+  if (r.prefix_tokens > 0)
+    std::printf("prefix cache    TTFT %.1f ms with %d prompt tokens cached, %.1f ms cold (%.1f %%)\n", r.ttft_cached_ms,
+                r.prefix_tokens, r.ttft_cold_ms, r.ttft_cold_ms > 0 ? 100 * r.ttft_cached_ms / r.ttft_cold_ms : 0.0);
+  if (r.long_prompt_tokens > 0)
+    std::printf("long prompt     %d tokens arriving: streams' ITL p99 %.1f ms chunked (%d), %.1f ms in one step (max %.1f, %.1f)\n",
+                r.long_prompt_tokens, r.itl_p99_chunked_ms, r.long_prompt_chunk, r.itl_p99_unchunked_ms, r.itl_max_chunked_ms,
+                r.itl_max_unchunked_ms);
+  return 0;
+}
+
+int bench_main() {
+  if (f.matmul_layouts) return matmul_layouts_main();
+  if (f.concurrency > 0 || f.prefix_tokens > 0 || f.long_prompt_tokens > 0) return serving_main();
+  auto reports = run_bench(model_options(), log_line);
   if (!reports) return fail(reports.status());
   if (f.json) {
     // One object: the first device's figures at the top level, every device under "devices".
@@ -120,6 +208,15 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... (docs/ir.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  s->add_option("--concurrency", f.concurrency,
+                "instead: N requests at once through the serving engine; aggregate decode tok/s, TTFT, TPOT (docs/performance.md)")
+      ->check(CLI::Range(1, 4096));
+  s->add_option("--prefix-tokens", f.prefix_tokens, "with the engine: TTFT of requests whose first K prompt tokens are cached, and cold")
+      ->check(CLI::Range(1, 1 << 20));
+  s->add_option("--long-prompt-tokens", f.long_prompt_tokens,
+                "with the engine: running streams' p99 inter-token latency as a prompt of L tokens arrives, chunked and not")
+      ->check(CLI::Range(1, 1 << 20));
+  f.engine.add(*s, false);
   s->add_flag("--json", f.json, "print one JSON object");
   s->add_flag("--matmul-layouts", f.matmul_layouts,
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");

@@ -1,0 +1,130 @@
+#include "engine/serving/scheduler.h"
+
+#include <algorithm>
+
+namespace tessera {
+
+Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks, PrefixCache* prefix)
+    : config_(config), blocks_(blocks), prefix_(prefix) {
+  if (config_.max_prefill_chunk <= 0) config_.max_prefill_chunk = config_.max_num_batched_tokens;
+}
+
+void Scheduler::add(Sequence* s) {
+  s->status = SeqStatus::waiting;
+  waiting_.push_back(s);
+}
+
+void Scheduler::add_running(Sequence* s) {
+  s->status = SeqStatus::running;
+  s->admitted = next_admission_++;
+  running_.push_back(s);
+}
+
+void Scheduler::release_blocks(Sequence& s) {
+  if (!s.holds_blocks) return;
+  if (prefix_) prefix_->forget(s.id);
+  blocks_.release(s.id);
+  s.holds_blocks = false;
+}
+
+void Scheduler::remove(Sequence* s) {
+  std::erase(running_, s);
+  std::erase(waiting_, s);
+  release_blocks(*s);
+  s->status = SeqStatus::finished;
+}
+
+int32_t Scheduler::chunk_for(const Sequence& s, int32_t budget) const {
+  const int32_t need = s.pending();
+  if (need <= 1) return std::min(need, budget);
+  return std::min({need, budget, config_.max_prefill_chunk});
+}
+
+bool Scheduler::try_reserve(Sequence& s, int32_t tokens, std::vector<BlockCopy>* copies) {
+  // reserve() leaves the manager unchanged when it fails.
+  return blocks_.reserve(s.id, tokens, copies).is_ok();
+}
+
+void Scheduler::preempt(Sequence* s, SchedulerOutput* out) {
+  std::erase(running_, s);
+  release_blocks(*s);
+  s->num_computed = 0;
+  s->status = SeqStatus::waiting;
+  waiting_.push_front(s);
+  out->preempted.push_back(s);
+  ++preemptions_;
+}
+
+bool Scheduler::admit(Sequence& s) {
+  if (s.holds_blocks) return true;
+  hit_blocks_.clear();
+  if (prefix_) prefix_->match(s.tokens, &hit_blocks_);
+  if (!blocks_.add_sequence(s.id, hit_blocks_).is_ok()) return false;
+  s.holds_blocks = true;
+  s.num_computed = (int32_t)hit_blocks_.size() * blocks_.block_size();
+  return true;
+}
+
+Status Scheduler::schedule(SchedulerOutput* out) {
+  out->seqs.clear();
+  out->copies.clear();
+  out->preempted.clear();
+  out->n_tokens = 0;
+  int32_t budget = config_.max_num_batched_tokens;
+  // Running sequences first, oldest first; a sequence that cannot get its
+  // blocks preempts the newest until it can (or is itself the newest).
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence* s = running_[i];
+    const int32_t take = chunk_for(*s, budget);
+    if (take <= 0) {
+      ++i;
+      continue;
+    }
+    bool preempted_self = false;
+    while (!try_reserve(*s, s->num_computed + take, &out->copies)) {
+      Sequence* victim = running_.back();
+      preempt(victim, out);
+      if (victim == s) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;  // s was the last running sequence
+    out->seqs.push_back({s, s->num_computed, take, s->num_computed + take == (int32_t)s->tokens.size()});
+    out->n_tokens += take;
+    budget -= take;
+    ++i;
+  }
+  // Then the queue, in order, while nothing was preempted this step (a
+  // preemption says the cache is full: admitting more would only thrash).
+  int32_t slots = 0;
+  for (const Sequence* s : running_) slots += s->slots();
+  while (out->preempted.empty() && !waiting_.empty() && budget > 0) {
+    Sequence* s = waiting_.front();
+    if (slots + s->slots() > config_.max_num_seqs) break;
+    if (!admit(*s)) break;
+    const int32_t take = chunk_for(*s, budget);
+    if (take <= 0 || !try_reserve(*s, s->num_computed + take, &out->copies)) {
+      release_blocks(*s);
+      s->num_computed = 0;
+      break;
+    }
+    waiting_.pop_front();
+    add_running(s);
+    slots += s->slots();
+    out->seqs.push_back({s, s->num_computed, take, s->num_computed + take == (int32_t)s->tokens.size()});
+    out->n_tokens += take;
+    budget -= take;
+  }
+  return Status::ok();
+}
+
+void Scheduler::complete(const SchedulerOutput& out) {
+  for (const ScheduledSeq& e : out.seqs) {
+    Sequence& s = *e.seq;
+    s.num_computed = e.start + e.n_tokens;
+    if (prefix_ && s.holds_blocks) (void)prefix_->insert(s.id, s.tokens, s.num_computed);
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,90 @@
+#pragma once
+// Decides what each step carries (continuous batching): first the next
+// tokens of every running sequence, in admission order (one for a decode,
+// a chunk for a prompt still being computed), then prompts from the head of
+// the waiting queue, while the step has tokens (max_num_batched_tokens) and
+// sequence slots (max_num_seqs) left. A prompt longer than the chunk limit
+// is computed over several steps, mixed with the running decodes.
+//
+// When a running sequence needs a KV block and none is free, the most
+// recently admitted running sequence is preempted by recompute: its blocks
+// are released and it goes back to the head of the queue with every token
+// it has (prompt and output), to be computed again when it is readmitted.
+//
+// Not thread-safe: the engine thread owns it, with the BlockManager and the
+// prefix cache.
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "core/hal/block_copy.h"
+#include "core/status.h"
+#include "engine/kv/block_manager.h"
+#include "engine/kv/prefix_cache.h"
+#include "engine/serving/sequence.h"
+
+namespace tessera {
+
+struct SchedulerConfig {
+  int32_t max_num_seqs = 64;             // sequences one step may carry
+  int32_t max_num_batched_tokens = 256;  // tokens one step may carry
+  int32_t max_prefill_chunk = 0;         // tokens of one prompt per step; 0: max_num_batched_tokens
+};
+
+struct ScheduledSeq {
+  Sequence* seq = nullptr;
+  int32_t start = 0;     // first position fed
+  int32_t n_tokens = 0;  // fed this step
+  bool samples = false;  // the chunk reaches the sequence's end: its last row's logits are sampled
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledSeq> seqs;   // the step's sequences, in the order their tokens are laid out
+  std::vector<BlockCopy> copies;    // copy-on-write before the step writes
+  std::vector<Sequence*> preempted; // sent back to the queue this step
+  int32_t n_tokens = 0;
+  bool empty() const { return seqs.empty(); }
+};
+
+class Scheduler {
+ public:
+  // `prefix` may be null (prefix caching off).
+  Scheduler(const SchedulerConfig& config, BlockManager& blocks, PrefixCache* prefix);
+
+  const SchedulerConfig& config() const { return config_; }
+  // To the back of the queue.
+  void add(Sequence* s);
+  // A sequence that joins the running set holding blocks already (a fork).
+  void add_running(Sequence* s);
+  // Out of the scheduler (finished, cancelled, failed): its blocks go back
+  // (to the prefix cache's LRU set where cached).
+  void remove(Sequence* s);
+
+  // The next step; empty when nothing can run.
+  Status schedule(SchedulerOutput* out);
+  // After the step ran: the fed tokens are computed; full blocks go to the prefix cache.
+  void complete(const SchedulerOutput& out);
+
+  size_t num_running() const { return running_.size(); }
+  size_t num_waiting() const { return waiting_.size(); }
+  int64_t preemptions() const { return preemptions_; }
+
+ private:
+  int32_t chunk_for(const Sequence& s, int32_t budget) const;
+  // Reserves the blocks for s to hold `tokens`; false when there are not enough.
+  bool try_reserve(Sequence& s, int32_t tokens, std::vector<BlockCopy>* copies);
+  void preempt(Sequence* s, SchedulerOutput* out);
+  bool admit(Sequence& s);  // takes blocks from the prefix cache; false if it cannot start
+  void release_blocks(Sequence& s);
+
+  SchedulerConfig config_;
+  BlockManager& blocks_;
+  PrefixCache* prefix_;
+  std::vector<Sequence*> running_;  // admission order
+  std::deque<Sequence*> waiting_;
+  int64_t next_admission_ = 0;
+  int64_t preemptions_ = 0;
+  std::vector<int32_t> hit_blocks_;
+};
+
+}  // namespace tessera

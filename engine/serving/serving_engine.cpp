@@ -1,0 +1,388 @@
+#include "engine/serving/serving_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+namespace tessera {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 19)) >> 20) + " MiB"; }
+
+// The model's identity for the prefix cache's hash chain: two engines over
+// different weights must never share a block, and one over the same file
+// always may.
+uint64_t model_salt(const ModelWeights& w) {
+  const LlamaConfig& c = w.config;
+  const std::string id = w.source + "|" + std::to_string(w.total_bytes()) + "|" + std::to_string(c.dim) + "," +
+                         std::to_string(c.n_layers) + "," + std::to_string(c.vocab_size);
+  return std::hash<std::string>{}(id) | 1;
+}
+
+constexpr int32_t kMaxLogprobs = 20;  // as vLLM's default max_logprobs
+
+}  // namespace
+
+Expected<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<const ModelWeights> weights, const Tokenizer* tokenizer,
+                                                               RunnerOptions ro, const EngineConfig& config) {
+  const SchedulerConfig& sc = config.scheduler;
+  if (sc.max_num_seqs < 1) return invalid_argument("--max-num-seqs: must be >= 1, got " + std::to_string(sc.max_num_seqs));
+  if (sc.max_num_batched_tokens < sc.max_num_seqs)
+    return invalid_argument("--max-num-batched-tokens: must be >= --max-num-seqs (" + std::to_string(sc.max_num_seqs) + "), got " +
+                            std::to_string(sc.max_num_batched_tokens));
+  if (sc.max_prefill_chunk < 0)
+    return invalid_argument("--max-prefill-chunk: must be >= 0 (0: no limit), got " + std::to_string(sc.max_prefill_chunk));
+  ro.max_seqs = sc.max_num_seqs;
+  ro.max_prefill_tokens = sc.max_num_batched_tokens;
+  ro.sample_on_device = true;
+  TS_ASSIGN_OR_RETURN(RunnerWithCache r, open_runner(std::move(weights), ro));
+  if (r.runner->max_tokens_per_step() < sc.max_num_seqs)
+    return invalid_argument("--max-num-seqs: " + std::to_string(sc.max_num_seqs) + " sequences do not fit a step of " +
+                            std::to_string(r.runner->max_tokens_per_step()) + " tokens (the context)");
+  return std::unique_ptr<ServingEngine>(new ServingEngine(std::move(r), tokenizer, config));
+}
+
+ServingEngine::ServingEngine(RunnerWithCache runner, const Tokenizer* tokenizer, const EngineConfig& config)
+    : runner_(std::move(runner)), tokenizer_(tokenizer), config_(config) {
+  config_.scheduler.max_num_batched_tokens = runner_.runner->max_tokens_per_step();
+  BlockManager& blocks = runner_.kv->blocks();
+  if (config_.prefix_caching) prefix_ = std::make_unique<PrefixCache>(blocks, model_salt(runner_.runner->weights()));
+  scheduler_ = std::make_unique<Scheduler>(config_.scheduler, blocks, prefix_.get());
+  const ModelWeights& w = runner_.runner->weights();
+  eos_ = tokenizer_ ? tokenizer_->eos_id() : (w.tokenizer ? w.tokenizer->eos_id : -1);
+  metrics_.kv_blocks_total = blocks.num_blocks();
+  thread_ = std::thread([this] { loop(); });
+}
+
+ServingEngine::~ServingEngine() {
+  {
+    std::lock_guard l(inbox_mu_);
+    stopping_ = true;
+  }
+  inbox_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string ServingEngine::memory_summary() const {
+  const KvCacheSpec& s = runner_.kv->spec();
+  const int64_t tokens = (int64_t)s.num_blocks * s.block_size;
+  const int32_t per_seq = runner_.runner->max_blocks_per_seq();
+  char fits[32];
+  std::snprintf(fits, sizeof fits, "%.1f", (double)s.num_blocks / (double)per_seq);
+  return "kv cache: " + std::to_string(s.num_blocks) + " blocks x " + std::to_string(s.block_size) + " tokens = " +
+         std::to_string(tokens) + " tokens, " + mib(runner_.kv->bytes()) + "; " + fits + " sequences of the full " +
+         std::to_string(runner_.runner->max_context()) + "-token context fit";
+}
+
+Status ServingEngine::validate(const Request& q) const {
+  const int32_t vocab = runner_.runner->config().vocab_size;
+  if (q.prompt.empty()) return invalid_argument("prompt: must hold at least one token");
+  for (size_t i = 0; i < q.prompt.size(); ++i)
+    if (q.prompt[i] < 0 || q.prompt[i] >= vocab)
+      return out_of_range("prompt: token id " + std::to_string(q.prompt[i]) + " (at index " + std::to_string(i) +
+                          ") is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  if (q.max_tokens < 1) return invalid_argument("max_tokens: must be >= 1, got " + std::to_string(q.max_tokens));
+  if (q.n < 1 || q.n > config_.scheduler.max_num_seqs)
+    return invalid_argument("n: must be in [1, " + std::to_string(config_.scheduler.max_num_seqs) + "] (--max-num-seqs), got " +
+                            std::to_string(q.n));
+  if (q.logprobs < -1 || q.logprobs > kMaxLogprobs)
+    return invalid_argument("logprobs: must be in [0, " + std::to_string(kMaxLogprobs) + "] (or -1: none), got " + std::to_string(q.logprobs));
+  TS_TRY(tessera::validate(q.sampling, vocab));
+  for (int32_t t : q.stop_token_ids)
+    if (t < 0 || t >= vocab)
+      return out_of_range("stop_token_ids: token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  if (!q.stop.empty() && !(q.detokenize && tokenizer_)) return invalid_argument("stop: stop strings need a tokenizer and detokenize");
+  TS_TRY(validate_stop_strings(q.stop));
+  // The last token generated is never fed, so it needs no room: the
+  // sequence holds at most prompt + max_tokens - 1 tokens.
+  const int64_t held = (int64_t)q.prompt.size() + q.max_tokens - 1;
+  const int32_t ctx = runner_.runner->max_context();
+  if ((int64_t)q.prompt.size() > ctx)
+    return out_of_range("prompt: " + std::to_string(q.prompt.size()) + " tokens exceed the context of " + std::to_string(ctx));
+  if (held > ctx)
+    return out_of_range("max_tokens: the prompt's " + std::to_string(q.prompt.size()) + " tokens plus " + std::to_string(q.max_tokens) +
+                        " do not fit the context of " + std::to_string(ctx) + " (at most " +
+                        std::to_string(ctx - (int64_t)q.prompt.size() + 1) + ")");
+  const BlockManager& b = runner_.kv->blocks();
+  if (b.blocks_for((int32_t)held) > b.num_blocks())
+    return resource_exhausted("max_tokens: the prompt plus max_tokens need " + std::to_string(b.blocks_for((int32_t)held)) +
+                              " KV blocks; the cache holds " + std::to_string(b.num_blocks()) + " (--kv-cache-memory)");
+  return Status::ok();
+}
+
+Expected<std::shared_ptr<RequestState>> ServingEngine::submit(Request request, Delivery delivery, TokenCallback callback) {
+  TS_TRY(validate(request));
+  std::shared_ptr<RequestState> r;
+  {
+    std::lock_guard l(inbox_mu_);
+    if (stopping_) return invalid_argument("engine: shutting down");
+    r = std::make_shared<RequestState>(next_request_++, std::move(request), delivery, std::move(callback));
+    inbox_.push_back(r);
+  }
+  inbox_cv_.notify_all();
+  return r;
+}
+
+void ServingEngine::cancel(RequestState& request) {
+  request.request_cancel();
+  {
+    std::lock_guard l(inbox_mu_);
+    cancels_pending_ = true;
+  }
+  inbox_cv_.notify_all();
+}
+
+EngineMetrics ServingEngine::metrics() const {
+  std::lock_guard l(metrics_mu_);
+  return metrics_;
+}
+
+bool ServingEngine::take_inbox(std::vector<std::shared_ptr<RequestState>>* fresh) {
+  std::unique_lock l(inbox_mu_);
+  if (live_.empty()) inbox_cv_.wait(l, [&] { return stopping_ || !inbox_.empty() || cancels_pending_; });
+  if (stopping_) return false;
+  fresh->swap(inbox_);
+  cancels_pending_ = false;
+  return true;
+}
+
+void ServingEngine::loop() {
+  std::vector<std::shared_ptr<RequestState>> fresh;
+  while (take_inbox(&fresh)) {
+    for (auto& r : fresh) start_request(r);
+    fresh.clear();
+    cancel_requested();
+    if (scheduler_->num_running() + scheduler_->num_waiting() > 0) {
+      const Status st = run_step();
+      if (!st.is_ok()) fail_all(st);
+      if (config_.after_step) {
+        size_t holding = 0;
+        for (const auto& r : live_)
+          for (const auto& s : r->seqs) holding += s->holds_blocks ? 1 : 0;
+        config_.after_step({runner_.kv->blocks(), prefix_.get(), holding, scheduled_});
+      }
+    }
+    reap_finished();
+  }
+  // Stopping: whatever was queued or running ends as cancelled.
+  {
+    std::lock_guard l(inbox_mu_);
+    for (auto& r : inbox_) live_.push_back(r);
+    inbox_.clear();
+  }
+  for (auto& r : live_) {
+    for (auto& s : r->seqs)
+      if (s->status != SeqStatus::finished) finish_sequence(*s, FinishReason::cancelled, "engine: shut down");
+    for (int32_t i = 0; i < std::max(1, r->request().n); ++i) r->finish(i, FinishReason::cancelled, "engine: shut down");
+  }
+  live_.clear();
+}
+
+void ServingEngine::start_request(const std::shared_ptr<RequestState>& r) {
+  const Request& q = r->request();
+  auto s = std::make_unique<Sequence>(next_seq_++, q.sampling);
+  s->request = r.get();
+  s->index = 0;
+  s->tokens = q.prompt;
+  s->prompt_len = (int32_t)q.prompt.size();
+  s->forks_pending = q.n - 1;
+  s->sampler.set_prompt(q.prompt);
+  if (q.detokenize && tokenizer_) s->text = std::make_unique<SequenceText>(*tokenizer_, q.prompt, q.stop);
+  scheduler_->add(s.get());
+  r->seqs.push_back(std::move(s));
+  live_.push_back(r);
+}
+
+void ServingEngine::cancel_requested() {
+  for (auto& r : live_) {
+    if (!r->cancel_requested()) continue;
+    for (auto& s : r->seqs)
+      if (s->status != SeqStatus::finished) finish_sequence(*s, FinishReason::cancelled);
+  }
+}
+
+void ServingEngine::finish_sequence(Sequence& s, FinishReason reason, std::string error) {
+  scheduler_->remove(&s);
+  // Sequences not forked yet end with their parent.
+  for (int32_t i = 1; i <= s.forks_pending; ++i) s.request->finish(s.index + i, reason, error);
+  s.forks_pending = 0;
+  s.request->finish(s.index, reason, std::move(error));
+}
+
+void ServingEngine::fail_all(const Status& st) {
+  for (auto& r : live_)
+    for (auto& s : r->seqs)
+      if (s->status != SeqStatus::finished) finish_sequence(*s, FinishReason::error, st.message());
+}
+
+bool ServingEngine::needs_logits(const Sequence& s) const {
+  const Request& q = s.request->request();
+  const SamplerParams& p = q.sampling;
+  return p.temperature != 0 || p.presence_penalty != 0 || p.frequency_penalty != 0 || p.repetition_penalty != 1 ||
+         !p.logit_bias.empty() || q.logprobs >= 0 || !runner_.runner->samples_on_device();
+}
+
+void ServingEngine::fork_children(Sequence& parent) {
+  RequestState& r = *parent.request;
+  const Request& q = r.request();
+  BlockManager& blocks = runner_.kv->blocks();
+  for (int32_t i = 1; i <= parent.forks_pending; ++i) {
+    SamplerParams p = q.sampling;
+    p.seed = q.sampling.seed + (uint64_t)i;
+    auto c = std::make_unique<Sequence>(next_seq_++, p);
+    c->request = &r;
+    c->index = parent.index + i;
+    c->tokens = parent.tokens;
+    c->prompt_len = parent.prompt_len;
+    c->num_computed = parent.num_computed;
+    c->sampler.set_prompt(q.prompt);
+    if (parent.text) c->text = std::make_unique<SequenceText>(*tokenizer_, q.prompt, q.stop);
+    // The prompt's blocks are shared; the first write into the shared last
+    // block copies it (the BlockManager's copy-on-write, run by the runner).
+    if (blocks.fork(parent.id, c->id).is_ok()) {
+      c->holds_blocks = true;
+      scheduler_->add_running(c.get());
+    } else {
+      scheduler_->add(c.get());  // cannot happen (fresh id), but then it recomputes
+    }
+    r.seqs.push_back(std::move(c));
+  }
+  parent.forks_pending = 0;
+}
+
+void ServingEngine::append_token(Sequence& s, int32_t token, std::span<const float> logits) {
+  const Request& q = s.request->request();
+  TokenOutput ev;
+  ev.index = s.index;
+  const bool stop_token = std::find(q.stop_token_ids.begin(), q.stop_token_ids.end(), token) != q.stop_token_ids.end() ||
+                          (!q.ignore_eos && token == eos_);
+  if (stop_token) {
+    if (s.text) ev.text = s.text->finish();
+    ev.finish = FinishReason::stop;
+  } else {
+    s.tokens.push_back(token);
+    s.sampler.accept(token);
+    ev.token = token;
+    if (q.logprobs >= 0 && !logits.empty()) compute_logprobs(logits, token, q.logprobs, &ev.logprob, &ev.top_logprobs);
+    if (s.text) {
+      SequenceText::Delta d = s.text->push(token);
+      ev.text = std::move(d.text);
+      if (d.stopped) ev.finish = FinishReason::stop;
+    }
+    if (ev.finish == FinishReason::none &&
+        (s.generated() >= q.max_tokens || (int32_t)s.tokens.size() > runner_.runner->max_context())) {
+      ev.finish = FinishReason::length;
+      if (s.text) ev.text += s.text->finish();
+    }
+  }
+  const FinishReason finish = ev.finish;
+  if (ev.token >= 0) ++tokens_generated_;
+  if (finish != FinishReason::none) scheduler_->remove(&s);
+  s.request->emit(std::move(ev));
+}
+
+void ServingEngine::sample_row(Sequence& s, std::span<const float> logits, int32_t device_token) {
+  int32_t token = device_token;
+  if (needs_logits(s)) {
+    std::vector<float>& scratch = sample_scratch_;
+    scratch.assign(logits.begin(), logits.end());
+    token = s.sampler.sample(scratch);
+  }
+  append_token(s, token, logits);
+}
+
+Status ServingEngine::run_step() {
+  const auto t0 = Clock::now();
+  TS_TRY(scheduler_->schedule(&scheduled_));
+  for (Sequence* p : scheduled_.preempted) p->request->note_preempted();
+  if (scheduled_.empty()) {
+    // Nothing can run although sequences wait: submit's checks make this
+    // unreachable; fail the head rather than spin.
+    return resource_exhausted("engine: no sequence can be scheduled (the KV cache cannot hold the next one)");
+  }
+  bool any_logits = false, any_tokens = false;
+  for (const ScheduledSeq& e : scheduled_.seqs) {
+    Sequence& s = *e.seq;
+    s.request->note_scheduled();
+    if (s.index == 0 && e.start > 0 && s.generated() == 0) s.request->note_cached_prompt(e.start);
+    if (!e.samples) continue;
+    // Forks sample from their parent's row with the same parameters.
+    any_logits |= needs_logits(s);
+    any_tokens |= !needs_logits(s);
+  }
+  const BlockManager& blocks = runner_.kv->blocks();
+  const int32_t blocks_held = blocks.num_blocks() - blocks.available_blocks();  // the step's peak: before finished sequences let go
+  batch_.build(scheduled_, blocks, runner_.runner->max_blocks_per_seq());
+  StepRequest req;
+  req.args = batch_.args();
+  req.block_copies = scheduled_.copies;
+  req.outputs = any_logits && any_tokens ? StepOutputs::both : any_tokens ? StepOutputs::tokens : StepOutputs::logits;
+  const auto t_step = Clock::now();
+  TS_ASSIGN_OR_RETURN(const StepTicket ticket, runner_.runner->submit(req));
+  TS_ASSIGN_OR_RETURN(const StepResult result, runner_.runner->collect(ticket));
+  const auto t_done = Clock::now();
+  scheduler_->complete(scheduled_);
+
+  const size_t vocab = (size_t)runner_.runner->config().vocab_size;
+  const auto& row_seq = batch_.row_seq();
+  for (size_t k = 0; k < row_seq.size(); ++k) {
+    Sequence& s = *scheduled_.seqs[(size_t)row_seq[k]].seq;
+    std::span<const float> logits;
+    if (!result.logits.empty()) logits = result.logits.subspan(k * vocab, vocab);
+    const int32_t device_token = result.tokens.empty() ? -1 : result.tokens[k];
+    RequestState& r = *s.request;
+    const size_t first_child = r.seqs.size();
+    const bool forks = s.forks_pending > 0;
+    if (forks) fork_children(s);
+    sample_row(s, logits, device_token);
+    if (forks)
+      for (size_t c = first_child; c < r.seqs.size(); ++c) sample_row(*r.seqs[c], logits, device_token);
+  }
+  const auto t_end = Clock::now();
+  update_metrics(ms_between(t_step, t_done), ms_between(t0, t_step) + ms_between(t_done, t_end), scheduled_.n_tokens, blocks_held);
+  return Status::ok();
+}
+
+void ServingEngine::reap_finished() {
+  std::erase_if(live_, [&](const std::shared_ptr<RequestState>& r) {
+    if (!r->done()) return false;
+    r->seqs.clear();  // their samplers' buffers go now, not when the caller drops the handle
+    ++requests_finished_;
+    return true;
+  });
+  const BlockManager& b = runner_.kv->blocks();
+  std::lock_guard l(metrics_mu_);
+  EngineMetrics& m = metrics_;
+  m.running = (int32_t)scheduler_->num_running();
+  m.waiting = (int32_t)scheduler_->num_waiting();
+  m.kv_blocks_used = b.num_blocks() - b.available_blocks();
+  m.kv_blocks_cached = b.available_blocks() - b.free_blocks();
+  m.kv_blocks_peak = std::max(m.kv_blocks_peak, m.kv_blocks_used);
+  m.requests_finished = requests_finished_;
+  m.tokens_generated = tokens_generated_;
+}
+
+void ServingEngine::update_metrics(double step_ms, double host_ms, int32_t step_tokens, int32_t blocks_held) {
+  std::lock_guard l(metrics_mu_);
+  EngineMetrics& m = metrics_;
+  m.kv_blocks_peak = std::max(m.kv_blocks_peak, blocks_held);
+  if (prefix_) {
+    const PrefixCacheStats& st = prefix_->stats();
+    m.prefix_queries = st.queries;
+    m.prefix_query_tokens = st.query_tokens;
+    m.prefix_hit_tokens = st.hit_tokens;
+    m.prefix_evictions = st.evictions;
+  }
+  m.preemptions = scheduler_->preemptions();
+  m.tokens_generated = tokens_generated_;
+  ++m.steps;
+  m.step_tokens += step_tokens;
+  m.step_ms += step_ms;
+  m.host_ms += host_ms;
+}
+
+}  // namespace tessera

@@ -1,0 +1,115 @@
+#pragma once
+// The serving engine: many requests at once over one model. It owns the
+// ModelRunner and its KV cache (the BlockManager inside), the prefix cache
+// and the scheduler, and runs the step loop on its own thread: take new
+// requests and cancellations, schedule a step (continuous batching, chunked
+// prefill, preemption), run it, sample every sequence that reached its end,
+// and deliver the tokens. submit/cancel/metrics may be called from any thread.
+#include <condition_variable>
+#include <functional>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/kv/prefix_cache.h"
+#include "engine/runtime/model_runner.h"
+#include "engine/serving/request_state.h"
+#include "engine/serving/scheduler.h"
+#include "engine/serving/step_batch.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "tessera/serving.h"
+
+namespace tessera {
+
+// What the engine thread sees after each step, for tests that check the
+// block accounting step by step.
+struct StepObservation {
+  const BlockManager& blocks;
+  const PrefixCache* prefix;          // null when prefix caching is off
+  size_t sequences_holding_blocks = 0;  // the scheduler's sequences that hold KV blocks
+  const SchedulerOutput& step;
+};
+
+struct EngineConfig {
+  SchedulerConfig scheduler;
+  bool prefix_caching = true;
+  // Called on the engine thread after every step (tests); keep it short.
+  std::function<void(const StepObservation&)> after_step;
+};
+
+class ServingEngine {
+ public:
+  // runner_options.max_seqs and max_prefill_tokens are set from the
+  // scheduler's limits; `tokenizer` (may be null: no text, no stop strings)
+  // must outlive the engine.
+  static Expected<std::unique_ptr<ServingEngine>> create(std::shared_ptr<const ModelWeights> weights, const Tokenizer* tokenizer,
+                                                          RunnerOptions runner_options, const EngineConfig& config);
+  // Finishes what is still queued or running as cancelled, then stops the thread.
+  ~ServingEngine();
+  ServingEngine(const ServingEngine&) = delete;
+  ServingEngine& operator=(const ServingEngine&) = delete;
+
+  // Checks the request (one line naming the field when it is refused) and
+  // queues it. The handle stays valid after the request finishes.
+  Expected<std::shared_ptr<RequestState>> submit(Request request, Delivery delivery = Delivery::result, TokenCallback callback = {});
+  // Finishes the request (reason cancelled) at the next step; its blocks are
+  // free after that step. A finished request is left as it is.
+  void cancel(RequestState& request);
+
+  EngineMetrics metrics() const;
+  // "kv cache: 1024 blocks x 16 tokens = 16384 tokens, 512 MiB; 8 sequences of the full 2048-token context fit"
+  std::string memory_summary() const;
+  const ModelRunner& runner() const { return *runner_.runner; }
+  const KvCacheSpec& kv_spec() const { return runner_.kv->spec(); }
+  const EngineConfig& config() const { return config_; }
+  int32_t max_context() const { return runner_.runner->max_context(); }
+
+ private:
+  ServingEngine(RunnerWithCache runner, const Tokenizer* tokenizer, const EngineConfig& config);
+  Status validate(const Request& r) const;
+  void loop();
+  // Takes what the inbox holds; false when the engine is stopping.
+  bool take_inbox(std::vector<std::shared_ptr<RequestState>>* fresh);
+  void start_request(const std::shared_ptr<RequestState>& r);
+  void cancel_requested();
+  Status run_step();
+  void sample_row(Sequence& s, std::span<const float> logits, int32_t device_token);
+  void append_token(Sequence& s, int32_t token, std::span<const float> logits);
+  void fork_children(Sequence& parent);
+  void finish_sequence(Sequence& s, FinishReason reason, std::string error = {});
+  void fail_all(const Status& st);
+  void update_metrics(double step_ms, double host_ms, int32_t step_tokens, int32_t blocks_held);
+  // Drops finished requests and publishes the counts metrics() reads.
+  void reap_finished();
+  bool needs_logits(const Sequence& s) const;
+
+  RunnerWithCache runner_;
+  const Tokenizer* tokenizer_;
+  EngineConfig config_;
+  std::unique_ptr<PrefixCache> prefix_;
+  std::unique_ptr<Scheduler> scheduler_;
+  StepBatch batch_;
+  SchedulerOutput scheduled_;
+  std::vector<std::shared_ptr<RequestState>> live_;  // engine thread: requests not yet finished
+  std::vector<float> sample_scratch_;  // a logit row the sampler may change
+  int64_t requests_finished_ = 0, tokens_generated_ = 0;
+  SeqId next_seq_ = 1;
+  int32_t eos_ = -1;
+
+  std::mutex inbox_mu_;
+  std::condition_variable inbox_cv_;
+  std::vector<std::shared_ptr<RequestState>> inbox_;
+  bool cancels_pending_ = false;
+  bool stopping_ = false;
+  uint64_t next_request_ = 1;
+
+  mutable std::mutex metrics_mu_;
+  EngineMetrics metrics_;
+  std::thread thread_;
+};
+
+}  // namespace tessera

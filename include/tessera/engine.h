@@ -1,0 +1,107 @@
+#pragma once
+// The serving engine's public face: one model serving many requests at once
+// (continuous batching, chunked prefill, preemption, prefix caching,
+// parallel sampling) on a thread of its own. Submit from any thread; take
+// each request's tokens by callback, by pulling its stream, or all at once.
+//
+//   auto engine = tessera::Engine::open({.model = {.path = "model.gguf"}});
+//   tessera::Request q;
+//   q.prompt = *(*engine)->encode("Once upon a time");
+//   q.max_tokens = 32;
+//   auto h = (*engine)->submit(q, tessera::Engine::stream);
+//   for (tessera::TokenOutput t; (*h)->next(&t);) std::cout << t.text;
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/device_info.h"
+#include "tessera/export.h"
+#include "tessera/model_config.h"
+#include "tessera/serving.h"
+#include "tessera/status.h"
+#include "tessera/tessera.h"
+
+namespace tessera {
+
+struct EngineOptions {
+  // The model and its device (path, tokenizer, backend, context, passes, ...);
+  // its max_prefill_tokens and kv_cache_bytes are not used: the limits below are.
+  ModelOptions model;
+  int32_t max_num_seqs = 16;             // sequences one step may carry
+  int32_t max_num_batched_tokens = 256;  // tokens one step may carry (>= max_num_seqs)
+  int32_t max_prefill_chunk = 0;         // tokens of one prompt per step; 0: max_num_batched_tokens
+  // K/V pools over every layer, in bytes; 0: kv_memory_fraction of the
+  // device's free memory after the weights, capped at what 2 x max_num_seqs
+  // whole-context sequences need (docs/serving.md).
+  uint64_t kv_cache_memory = 0;
+  double kv_memory_fraction = 0;  // 0: 0.9 on a GPU, 0.5 on the CPU
+  bool prefix_caching = true;
+};
+
+// One submitted request: its stream and its result. Valid after it finishes.
+class TESSERA_API RequestHandle {
+ public:
+  ~RequestHandle();
+  uint64_t id() const;
+  // The next event (for requests submitted with Engine::stream); false
+  // when every sequence has ended and its last event was taken.
+  bool next(TokenOutput* out);
+  // Blocks until the request has finished.
+  const RequestResult& wait();
+  bool done() const;
+
+  struct Impl;
+  explicit RequestHandle(std::unique_ptr<Impl> impl);
+
+ private:
+  friend class Engine;
+  std::unique_ptr<Impl> impl_;
+};
+
+class TESSERA_API Engine {
+ public:
+  enum Delivery { result_only, stream };
+
+  static Expected<std::unique_ptr<Engine>> open(const EngineOptions& options);
+  // Requests still queued or running end as cancelled.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Refused with one line naming the field (empty prompt, ids outside the
+  // vocabulary, max_tokens < 1, top_p outside (0, 1], a prompt that does
+  // not fit the context or the cache, ...); the engine keeps serving.
+  Expected<std::shared_ptr<RequestHandle>> submit(const Request& request, Delivery delivery = result_only);
+  // Each event on the engine's thread as it is made: keep the callback short.
+  Expected<std::shared_ptr<RequestHandle>> submit(const Request& request, std::function<void(const TokenOutput&)> on_token);
+  // Ends the request (reason cancelled) at the next step; its KV blocks are
+  // free after that step.
+  void cancel(RequestHandle& request);
+
+  EngineMetrics metrics() const;
+  // The KV cache it sized: blocks, tokens, bytes and full-context sequences.
+  std::string memory_summary() const;
+  const ModelConfig& config() const;
+  const DeviceInfo& device() const;
+  int32_t max_context() const;
+  const std::vector<std::string>& placement_notes() const;
+  bool has_tokenizer() const;
+  // As Model::encode: the vocabulary's BOS/EOS added.
+  Expected<std::vector<int32_t>> encode(const std::string& text) const;
+  // As Model::decode: the text of ids[1..] as llama2.c prints it.
+  Expected<std::string> decode(const std::vector<int32_t>& ids) const;
+  // Token ids llama2.c checkpoints stop on (BOS) or the vocabulary's EOS.
+  int32_t bos_id() const;
+  int32_t eos_id() const;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }  // the library's own tests reach the engine through it
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,108 @@
+#pragma once
+// Opening a ServingEngine over a model in ../shared, and running the greedy
+// reference cases through it, for the engine's tests.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/api/model_impl.h"
+#include "engine/serving/serving_engine.h"
+#include "support/reference_cases.h"
+
+namespace tessera::testing {
+
+struct EngineSetup {
+  std::string model;      // under ../shared
+  std::string tokenizer;  // under ../shared, or empty
+  std::string backend = "cpu";
+  int32_t ctx = 0;
+  int32_t kv_blocks = 0;  // KV blocks of 16 tokens; 0: max_num_seqs whole contexts
+  EngineConfig config;
+  EngineSetup() { config.scheduler.max_num_seqs = 8; }
+};
+
+struct TestEngine {
+  LoadedModel model;
+  std::unique_ptr<ServingEngine> engine;
+  ServingEngine* operator->() { return engine.get(); }
+};
+
+inline std::string shared_file(const std::string& rel) { return std::string(TESSERA_SHARED_DIR) + "/" + rel; }
+
+inline TestEngine open_test_engine(const EngineSetup& s) {
+  ModelOptions mo;
+  mo.path = shared_file(s.model);
+  if (!s.tokenizer.empty()) mo.tokenizer_path = shared_file(s.tokenizer);
+  mo.backend = s.backend;
+  mo.max_context = s.ctx;
+  TestEngine t;
+  auto m = load_model_and_tokenizer(mo);
+  REQUIRE_MESSAGE(m.has_value(), m.status().message());
+  t.model = std::move(*m);
+  RunnerOptions ro = runner_options(mo);
+  const LlamaConfig& c = t.model.weights->config;
+  ro.kv_cache_bytes = (uint64_t)s.kv_blocks * 2ull * (uint64_t)c.n_layers * (uint64_t)ro.block_size * (uint64_t)c.kv_dim() * sizeof(float);
+  auto e = ServingEngine::create(t.model.weights, t.model.tokenizer.get(), ro, s.config);
+  REQUIRE_MESSAGE(e.has_value(), e.status().message());
+  t.engine = std::move(*e);
+  return t;
+}
+
+// One greedy reference line as an engine request: llama2.c's -n STEPS
+// (forward passes, prompt included), stopping at BOS as run.c does.
+struct ReferenceCase {
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> full_ids;
+  Request request;
+};
+
+inline std::vector<ReferenceCase> reference_cases(const std::string& file, int32_t steps, const Tokenizer* tok) {
+  std::vector<ReferenceCase> out;
+  const bool by_ids = file.ends_with(".txt");
+  for (const GreedyCase& c : by_ids ? read_id_cases(shared_file(file)) : read_text_cases(shared_file(file))) {
+    ReferenceCase r;
+    r.prompt = by_ids ? parse_ids(c.prompt_ids) : tok->encode(c.prompt_text, tok->default_options());
+    r.full_ids = c.full_ids;
+    r.request.prompt = r.prompt;
+    r.request.max_tokens = steps - (int32_t)r.prompt.size() + 1;
+    r.request.sampling.temperature = 0;
+    r.request.stop_token_ids = {1};
+    r.request.ignore_eos = true;
+    r.request.detokenize = false;
+    out.push_back(std::move(r));
+  }
+  REQUIRE(!out.empty());
+  return out;
+}
+
+inline std::vector<int32_t> full_ids(const ReferenceCase& c, const RequestResult& r) {
+  std::vector<int32_t> ids = c.prompt;
+  ids.insert(ids.end(), r.sequences.at(0).tokens.begin(), r.sequences.at(0).tokens.end());
+  return ids;
+}
+
+// Submits every case, the i-th once the engine has generated `stagger` x i
+// tokens in all (0: all at once), and checks each gives its reference ids.
+inline void check_reference_cases(ServingEngine& e, const std::vector<ReferenceCase>& cases, int64_t stagger = 0) {
+  std::vector<std::shared_ptr<RequestState>> handles;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (stagger > 0)
+      while (e.metrics().tokens_generated < stagger * (int64_t)i && !handles.back()->done())
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    auto h = e.submit(cases[i].request);
+    REQUIRE_MESSAGE(h.has_value(), h.status().message());
+    handles.push_back(*h);
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const RequestResult& r = handles[i]->wait();
+    CAPTURE(i);
+    REQUIRE_MESSAGE(r.sequences[0].finish != FinishReason::error, r.sequences[0].error);
+    CHECK(join_ids(full_ids(cases[i], r)) == join_ids(cases[i].full_ids));
+  }
+}
+
+}  // namespace tessera::testing

@@ -1,0 +1,61 @@
+#include "tools/tessera/engine_flags.h"
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+void ModelFlags::add(CLI::App& s) {
+  s.add_option("--backend", backend, "backend: cpu, or a plugin's name");
+  s.add_option("--device", device, "device index within the backend");
+  s.add_option("--ctx", ctx, "context length to allocate (default: the model's, at most 4096)");
+  s.add_option("--passes", passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
+  s.add_option("--tile", tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
+  s.add_option("--place", place,
+               "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, DEVICE an id like cpu or vulkan:1 (docs/ir.md)");
+  s.add_option("--weight-layout", weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  s.add_flag("--strict", strict, "refuse to run nodes the backend lacks on the CPU instead");
+}
+
+ModelOptions ModelFlags::options(const std::string& model, const std::string& tokenizer) const {
+  ModelOptions mo;
+  mo.path = model;
+  mo.tokenizer_path = tokenizer;
+  mo.backend = backend;
+  mo.device = device;
+  mo.max_context = ctx;
+  mo.strict = strict;
+  mo.passes = passes;
+  mo.tile = tile;
+  mo.place = place;
+  mo.weight_layout = weight_layout;
+  return mo;
+}
+
+void EngineFlags::add(CLI::App& s, bool max_num_seqs_flag) {
+  if (max_num_seqs_flag)
+    s.add_option("--max-num-seqs", max_num_seqs, "sequences one step may carry (default 16)")
+        ->check(CLI::Range(1, 1 << 16))
+        ->each([this](const std::string&) { max_num_seqs_given = true; });
+  s.add_option("--max-num-batched-tokens,--max-prefill", max_num_batched_tokens,
+               "tokens one step may carry: decodes plus prompt chunks (default 256)")
+      ->check(CLI::Range(1, 1 << 20));
+  s.add_option("--max-prefill-chunk", max_prefill_chunk,
+               "tokens of one prompt per step, so a long prompt does not stall running streams (default 0: no limit but the step's)")
+      ->check(CLI::Range(0, 1 << 20));
+  s.add_option("--kv-cache-memory", kv_cache_memory,
+               "bytes of K/V pools over every layer (default: a fraction of the device's free memory, docs/serving.md)");
+  s.add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse the KV blocks of prompts seen before");
+}
+
+EngineOptions EngineFlags::options(ModelOptions model) const {
+  EngineOptions eo;
+  eo.model = std::move(model);
+  eo.max_num_seqs = max_num_seqs;
+  eo.max_num_batched_tokens = max_num_batched_tokens;
+  eo.max_prefill_chunk = max_prefill_chunk;
+  eo.kv_cache_memory = kv_cache_memory;
+  eo.prefix_caching = !no_prefix_cache;
+  return eo;
+}
+
+}  // namespace tessera::cli

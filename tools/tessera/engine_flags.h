@@ -1,0 +1,35 @@
+#pragma once
+// Flags `run`, `bench` and the server share: where the model runs (ModelFlags)
+// and the engine's limits and memory (EngineFlags).
+#include <cstdint>
+#include <string>
+
+#include <tessera/engine.h>
+
+namespace CLI {
+class App;
+}
+
+namespace tessera::cli {
+
+struct ModelFlags {
+  std::string backend = "cpu", passes = "default", tile, place, weight_layout = "auto";
+  int device = 0;
+  int32_t ctx = 0;
+  bool strict = false;
+  void add(CLI::App& app);
+  ModelOptions options(const std::string& model, const std::string& tokenizer) const;
+};
+
+struct EngineFlags {
+  int32_t max_num_seqs = 16;
+  int32_t max_num_batched_tokens = 256;
+  int32_t max_prefill_chunk = 0;
+  uint64_t kv_cache_memory = 0;
+  bool no_prefix_cache = false;
+  bool max_num_seqs_given = false;  // set by add()'s callback when the flag was on the command line
+  void add(CLI::App& app, bool max_num_seqs_flag = true);
+  EngineOptions options(ModelOptions model) const;
+};
+
+}  // namespace tessera::cli
