@@ -161,14 +161,16 @@ Expected<GenerateResult> generate(Session& s, std::span<const int32_t> prompt, c
                                   const std::function<bool(int32_t)>& on_token) {
   if (prompt.empty()) return invalid_argument("prompt: at least one token (BOS) is needed");
   if (o.steps < 1) return invalid_argument("-n: must be at least 1, got " + std::to_string(o.steps));
-  TS_TRY(validate(o.sampler));
+  TS_TRY(validate(o.sampler, s.runner().config().vocab_size));
   GenerateResult r;
   const auto t0 = std::chrono::steady_clock::now();
   const size_t fed = std::min<size_t>(prompt.size(), (size_t)o.steps);
   r.ids.assign(prompt.begin(), prompt.begin() + (int64_t)std::min(prompt.size(), fed + 1));
   // Greedy decoding with a runner that samples on the device: each step hands
   // back one id instead of the vocabulary's logits.
-  const bool device_greedy = o.sampler.temperature == 0.0f && s.runner().samples_on_device();
+  // (Not when the logits are adjusted first: the device takes the raw argmax.)
+  const bool device_greedy =
+      o.sampler.temperature == 0.0f && !adjusts_logits(o.sampler) && s.runner().samples_on_device();
   auto feed = [&](std::span<const int32_t> t) { return device_greedy ? s.feed_greedy(t) : s.feed(t); };
   TS_TRY(feed(prompt.first(fed)));
   r.metrics.prompt_tokens = (int64_t)fed;
@@ -176,6 +178,7 @@ Expected<GenerateResult> generate(Session& s, std::span<const int32_t> prompt, c
   if (fed < prompt.size()) return r;  // -n ended inside the prompt
 
   Sampler sampler(o.sampler);
+  sampler.set_prompt(prompt);
   const int32_t bos = 1;
   const int32_t eos = s.runner().weights().tokenizer ? s.runner().weights().tokenizer->eos_id : 2;
   std::vector<float> logits;
@@ -189,6 +192,7 @@ Expected<GenerateResult> generate(Session& s, std::span<const int32_t> prompt, c
     if (r.metrics.generated_tokens == 0) r.metrics.ttft_ms = ms_since(t0);
     if ((o.stop_at_bos && next == bos) || (o.stop_at_eos && next == eos)) break;
     r.ids.push_back(next);
+    sampler.accept(next);
     ++r.metrics.generated_tokens;
     if (on_token && !on_token(next)) break;
     if (passes >= o.steps) break;

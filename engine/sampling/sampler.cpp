@@ -3,18 +3,10 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <cstdio>
 #include <limits>
-#include <string>
 
 namespace tessera {
 namespace {
-
-std::string format_float(float v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", (double)v);
-  return buf;
-}
 
 // First index of the maximum; NaNs never win.
 int32_t argmax(std::span<const float> x) {
@@ -56,19 +48,8 @@ bool ranks_before(float rank_a, int32_t a, float rank_b, int32_t b) {
 
 }  // namespace
 
-Status validate(const SamplerParams& p) {
-  if (!std::isfinite(p.temperature) || p.temperature < 0.0f) {
-    return invalid_argument("--temp: must be a finite number >= 0, got " + format_float(p.temperature));
-  }
-  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) {
-    return invalid_argument("--top-p: must be in (0, 1], got " + format_float(p.top_p));
-  }
-  if (p.top_k < 0) return invalid_argument("--top-k: must be >= 0, got " + std::to_string(p.top_k));
-  return Status::ok();
-}
-
 Sampler::Sampler(SamplerParams params)
-    : params_(params), rng_state_(params.seed != 0 ? params.seed : 0x9e3779b97f4a7c15ull) {
+    : params_(std::move(params)), rng_state_(params_.seed != 0 ? params_.seed : 0x9e3779b97f4a7c15ull) {
   assert(validate(params_).is_ok());
 }
 
@@ -84,41 +65,53 @@ float Sampler::random_f32() { return (float)(random_u32() >> 8) / 16777216.0f; }
 
 int32_t Sampler::sample(std::span<float> logits) {
   assert(!logits.empty());
-  if (params_.temperature == 0.0f) return argmax(logits);
   const size_t n = logits.size();
-  if (probs_.size() < n) {
-    probs_.resize(n);
-    candidates_.resize(n);
+  // Without adjustments the caller's logits are read as they are, so the
+  // arithmetic (and run.c's tokens) are what they were before adjustments existed.
+  std::span<const float> scores = logits;
+  if (adjusts_logits(params_)) {
+    if (scratch_.adjusted.size() < n) scratch_.adjusted.resize(n);
+    const std::span<float> adjusted(scratch_.adjusted.data(), n);
+    std::copy(logits.begin(), logits.end(), adjusted.begin());
+    adjust(adjusted);
+    scores = adjusted;
   }
-  const std::span<float> probs(probs_.data(), n);
-  for (size_t i = 0; i < n; ++i) probs[i] = logits[i] / params_.temperature;
+  if (params_.temperature == 0.0f) return argmax(scores);
+  if (scratch_.probs.size() < n) {
+    scratch_.probs.resize(n);
+    scratch_.candidates.resize(n);
+  }
+  const std::span<float> probs(scratch_.probs.data(), n);
+  for (size_t i = 0; i < n; ++i) probs[i] = scores[i] / params_.temperature;
   const float coin = random_f32();
-  if (params_.top_k > 0 && (size_t)params_.top_k < n) return sample_top_k(logits, coin);
+  if (params_.top_k > 0 && (size_t)params_.top_k < n) return sample_top_k(scores, coin);
   softmax(probs);
-  if (params_.top_p >= 1.0f) return sample_mult(probs, coin);
-  return sample_top_p(logits, coin);
+  if (params_.top_p < 1.0f) return sample_top_p(scores, coin);
+  if (params_.min_p > 0.0f) return sample_min_p(probs, coin);
+  return sample_mult(probs, coin);
 }
 
 // Keeps the k largest logits, renormalizes them with a softmax of their own,
-// then applies the nucleus within them.
+// then applies the nucleus and min-p within them.
 int32_t Sampler::sample_top_k(std::span<const float> logits, float coin) {
   const size_t n = logits.size();
   const size_t k = (size_t)params_.top_k;
+  std::vector<Candidate>& candidates = scratch_.candidates;
   for (size_t i = 0; i < n; ++i) {
     const float rank = rank_of(logits[i]);
-    candidates_[i] = {rank, std::isnan(logits[i]) ? rank : probs_[i], (int32_t)i};
+    candidates[i] = {rank, std::isnan(logits[i]) ? rank : scratch_.probs[i], (int32_t)i};
   }
   auto before = [](const Candidate& a, const Candidate& b) { return ranks_before(a.rank, a.index, b.rank, b.index); };
-  const auto first = candidates_.begin();
+  const auto first = candidates.begin();
   std::nth_element(first, first + (ptrdiff_t)k, first + (ptrdiff_t)n, before);
   std::sort(first, first + (ptrdiff_t)k, before);
 
-  const float max = candidates_[0].value;
-  if (!std::isfinite(max)) return candidates_[0].index;
+  const float max = candidates[0].value;
+  if (!std::isfinite(max)) return candidates[0].index;
   float mass = 0.0f;
   for (size_t j = 0; j < k; ++j) {
-    candidates_[j].value = std::exp(candidates_[j].value - max);
-    mass += candidates_[j].value;
+    candidates[j].value = std::exp(candidates[j].value - max);
+    mass += candidates[j].value;
   }
   size_t last = k - 1;
   float cumulative = mass;
@@ -126,55 +119,98 @@ int32_t Sampler::sample_top_k(std::span<const float> logits, float coin) {
     const float threshold = params_.top_p * mass;
     cumulative = 0.0f;
     for (size_t j = 0; j < k; ++j) {
-      cumulative += candidates_[j].value;
+      cumulative += candidates[j].value;
       if (cumulative > threshold) {
         last = j;
         break;
       }
     }
   }
-  const float r = coin * cumulative;
-  float cdf = 0.0f;
-  for (size_t j = 0; j <= last; ++j) {
-    cdf += candidates_[j].value;
-    if (r < cdf) return candidates_[j].index;
-  }
-  return candidates_[last].index;
+  return draw(last, cumulative, coin);
 }
 
-// run.c's sample_topp over probs_. Tokens below (1 - top_p) / (n - 1) cannot
-// be in the nucleus (all of them together hold less than 1 - top_p), so only
-// the rest is sorted. The nucleus ends at the first token whose cumulative
-// probability exceeds top_p.
+// run.c's sample_topp over the probabilities. Tokens below (1 - top_p) /
+// (n - 1) cannot be in the nucleus (all of them together hold less than
+// 1 - top_p), so only the rest is sorted. The nucleus ends at the first token
+// whose cumulative probability exceeds top_p; min-p may end it sooner.
 int32_t Sampler::sample_top_p(std::span<const float> logits, float coin) {
   const size_t n = logits.size();
+  const std::span<const float> probs(scratch_.probs.data(), n);
+  std::vector<Candidate>& candidates = scratch_.candidates;
   const float cutoff = (1.0f - params_.top_p) / (float)(n - 1);
   size_t n0 = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (probs_[i] >= cutoff) candidates_[n0++] = {rank_of(logits[i]), probs_[i], (int32_t)i};
+    if (probs[i] >= cutoff) candidates[n0++] = {rank_of(logits[i]), probs[i], (int32_t)i};
   }
   // Nearly uniform rows with a tiny top_p leave nothing above the cutoff
   // (run.c then reads before its array); the nucleus is the top token.
   if (n0 == 0) return argmax(logits);
-  std::sort(candidates_.begin(), candidates_.begin() + (ptrdiff_t)n0, [](const Candidate& a, const Candidate& b) {
+  std::sort(candidates.begin(), candidates.begin() + (ptrdiff_t)n0, [](const Candidate& a, const Candidate& b) {
     return ranks_before(a.rank, a.index, b.rank, b.index);
   });
   float cumulative = 0.0f;
   size_t last = n0 - 1;
   for (size_t i = 0; i < n0; ++i) {
-    cumulative += candidates_[i].value;
+    cumulative += candidates[i].value;
     if (cumulative > params_.top_p) {
       last = i;
       break;
     }
   }
+  return draw(last, cumulative, coin);
+}
+
+// The last kept candidate once min-p drops those below min_p times the top
+// one. Candidates are sorted, so what min-p keeps is a prefix of them.
+size_t Sampler::min_p_end(size_t last) const {
+  if (params_.min_p <= 0.0f) return last;
+  const std::vector<Candidate>& candidates = scratch_.candidates;
+  const float threshold = params_.min_p * candidates[0].value;
+  for (size_t j = 1; j <= last; ++j) {
+    if (candidates[j].value < threshold) return j - 1;
+  }
+  return last;
+}
+
+// Draws among candidates [0, last] (weights: their values) with run.c's
+// cumulative walk; `cumulative` is their sum unless min-p cut them shorter.
+int32_t Sampler::draw(size_t last, float cumulative, float coin) const {
+  const std::vector<Candidate>& candidates = scratch_.candidates;
+  const size_t kept = min_p_end(last);
+  if (kept != last) {
+    last = kept;
+    cumulative = 0.0f;
+    for (size_t j = 0; j <= last; ++j) cumulative += candidates[j].value;
+  }
   const float r = coin * cumulative;
   float cdf = 0.0f;
-  for (size_t i = 0; i <= last; ++i) {
-    cdf += candidates_[i].value;
-    if (r < cdf) return candidates_[i].index;
+  for (size_t j = 0; j <= last; ++j) {
+    cdf += candidates[j].value;
+    if (r < cdf) return candidates[j].index;
   }
-  return candidates_[last].index;
+  return candidates[last].index;
+}
+
+// Min-p without top-k or top-p: sample_mult over the tokens at or above
+// min_p times the largest probability, in index order, without sorting.
+int32_t Sampler::sample_min_p(std::span<const float> probs, float coin) const {
+  float max = 0.0f;
+  for (float p : probs) max = p > max ? p : max;
+  const float threshold = params_.min_p * max;
+  float kept = 0.0f;
+  for (float p : probs) {
+    if (p >= threshold) kept += p;
+  }
+  const float r = coin * kept;
+  float cdf = 0.0f;
+  int32_t last = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    if (!(probs[i] >= threshold)) continue;
+    cdf += probs[i];
+    last = (int32_t)i;
+    if (r < cdf) return last;
+  }
+  return last;
 }
 
 }  // namespace tessera

@@ -1,14 +1,22 @@
 #pragma once
-// Turns one row of logits into a token id: greedy at temperature 0, else
-// temperature → softmax → top-k → top-p (nucleus) → a draw from a seeded
-// xorshift64* stream, so a seed replays the same tokens. With top_k off the
+// Turns one sequence's rows of logits into token ids. The logits are first
+// adjusted (logit bias, repetition, presence and frequency penalties over
+// the tokens the sequence has seen: logit_adjustments.h); then greedy at
+// temperature 0, else temperature → softmax → top-k → top-p (nucleus) →
+// min-p → a draw from a seeded xorshift64* stream, so a seed replays the same
+// tokens. With top_k off and the adjustments and min-p at their defaults the
 // arithmetic follows llama2.c's run.c (sample_mult / sample_topp, one coin per
 // call), so a run.c seed gives run.c's tokens (ties in sorting aside).
+//
+// A Sampler is one sequence's: its state is the params, the rng and the token
+// history, and nothing else, so a copy (a forked sequence) continues exactly
+// as the original would, and re-running a sequence's steps changes nothing.
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "core/status.h"
+#include "engine/sampling/logit_adjustments.h"
 #include "tessera/sampling.h"
 
 namespace tessera {
@@ -18,32 +26,58 @@ class Sampler {
   // `params` must pass validate().
   explicit Sampler(SamplerParams params);
 
+  // The prompt, for the repetition penalty (replaces an earlier one).
+  void set_prompt(std::span<const int32_t> prompt) { history_.set_prompt(prompt); }
+  // A token the sequence generated, for the penalties: the engine calls it
+  // with each token it keeps, sampled here or not.
+  void accept(int32_t token) { history_.accept(token); }
+
   // Returns a token id in [0, logits.size()); logits must not be empty.
-  // Tokens are ranked by their logits (ties: lower index first), so top_k 1
-  // and a tiny top_p give exactly the temperature-0 argmax even where two
-  // probabilities round to the same float. The logits are left as they are
-  // (the span is mutable so that a later version may work in place).
-  // Allocates only the first time it sees a vocabulary larger than before.
+  // Tokens are ranked by their adjusted logits (ties: lower index first), so
+  // top_k 1 and a tiny top_p give exactly the temperature-0 argmax even where
+  // two probabilities round to the same float. The logits are left as they
+  // are. Allocates only the first time it sees a vocabulary larger than
+  // before (a copy starts with no buffers). Costs O(vocabulary) plus the
+  // adjustments' O(distinct tokens seen), plus sorting what top-k or top-p keep.
   int32_t sample(std::span<float> logits);
 
+  // The adjustments sample() makes first, in place on `logits`.
+  void adjust(std::span<float> logits) const { adjust_logits(params_, history_, logits); }
+
   const SamplerParams& params() const { return params_; }
+  const TokenHistory& history() const { return history_; }
 
  private:
   struct Candidate {
-    float rank;   // the caller's logit (NaN as -inf): the sort key
+    float rank;   // the adjusted logit (NaN as -inf): the sort key
     float value;  // scaled logit, then probability
     int32_t index;
+  };
+  // Buffers sample() reuses; they hold nothing from one call to the next, so
+  // copying a Sampler leaves them behind.
+  struct Scratch {
+    std::vector<float> adjusted;  // the caller's logits, adjusted
+    std::vector<float> probs;     // adjusted logits / temperature, then their softmax
+    std::vector<Candidate> candidates;
+    Scratch() = default;
+    Scratch(const Scratch&) {}
+    Scratch& operator=(const Scratch&) { return *this; }
+    Scratch(Scratch&&) = default;
+    Scratch& operator=(Scratch&&) = default;
   };
 
   uint32_t random_u32();
   float random_f32();  // [0, 1)
   int32_t sample_top_k(std::span<const float> logits, float coin);
   int32_t sample_top_p(std::span<const float> logits, float coin);
+  int32_t sample_min_p(std::span<const float> probs, float coin) const;
+  size_t min_p_end(size_t last) const;
+  int32_t draw(size_t last, float cumulative, float coin) const;
 
   SamplerParams params_;
   uint64_t rng_state_;
-  std::vector<float> probs_;          // logits / temperature, then their softmax
-  std::vector<Candidate> candidates_;
+  TokenHistory history_;
+  Scratch scratch_;
 };
 
 }  // namespace tessera

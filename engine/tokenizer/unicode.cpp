@@ -20,6 +20,18 @@ size_t utf8_len(char lead) {
   return kLen[(unsigned char)lead >> 4];
 }
 
+size_t utf8_complete_prefix(std::string_view s) {
+  // The last byte that is not a continuation, looking back no further than a
+  // four-byte sequence reaches.
+  const size_t n = s.size();
+  for (size_t back = 1; back <= std::min<size_t>(4, n); ++back) {
+    const size_t at = n - back;
+    if (continuation((unsigned char)s[at])) continue;
+    return utf8_len(s[at]) > back ? at : n;
+  }
+  return n;
+}
+
 std::vector<uint32_t> decode_utf8(std::string_view s) {
   std::vector<uint32_t> out;
   out.reserve(s.size());

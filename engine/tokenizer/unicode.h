@@ -38,6 +38,12 @@ size_t utf8_len(char lead);
 // surrogates are not rejected (llama.cpp does not either).
 std::vector<uint32_t> decode_utf8(std::string_view s);
 
+// The length of `s` without a trailing incomplete sequence: a lead byte
+// followed by fewer continuation bytes than it announces (at most 3 bytes are
+// cut). Invalid bytes elsewhere count as complete, so text streamed in pieces
+// can hold back a character split across pieces and pass everything else on.
+size_t utf8_complete_prefix(std::string_view s);
+
 void append_utf8(std::string& out, uint32_t cp);
 std::string to_utf8(const std::vector<uint32_t>& cps, size_t begin, size_t end);
 

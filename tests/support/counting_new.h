@@ -3,14 +3,12 @@
 // g_counting is set, for the tests that check that kernels and steps do not
 // allocate. Replacement functions cannot be inline: include this header from
 // exactly one source file of a test executable.
-#include <atomic>
 #include <cstdlib>
 #include <new>
 
-namespace tessera::testing {
+#include "support/allocation_count.h"
 
-inline std::atomic<bool> g_counting{false};
-inline std::atomic<long> g_allocations{0};
+namespace tessera::testing {
 
 inline void* counted_alloc(size_t n, size_t align) {
   if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
@@ -18,17 +16,6 @@ inline void* counted_alloc(size_t n, size_t align) {
                                               : std::malloc(n ? n : 1);
   if (p == nullptr) throw std::bad_alloc();
   return p;
-}
-
-// Runs fn once to warm up (static init, first-use probes), then again counting.
-template <typename Fn>
-long allocations_of(Fn fn) {
-  fn();
-  g_allocations = 0;
-  g_counting = true;
-  fn();
-  g_counting = false;
-  return g_allocations.load();
 }
 
 }  // namespace tessera::testing

@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "engine/sampling/sampler.h"
+#include "sampling_oracle.h"
 #include "support/random.h"
 
 using tessera::Sampler;
 using tessera::SamplerParams;
+using namespace tessera::testing;
 
 namespace {
 
@@ -75,44 +77,6 @@ int sample(std::vector<float> logits, float temperature, float topp, unsigned lo
 }
 }  // namespace runc
 
-std::vector<double> softmax_double(const std::vector<float>& logits, double temperature) {
-  const double max = *std::max_element(logits.begin(), logits.end()) / temperature;
-  std::vector<double> p(logits.size());
-  double sum = 0;
-  for (size_t i = 0; i < p.size(); ++i) sum += p[i] = std::exp(logits[i] / temperature - max);
-  for (double& v : p) v /= sum;
-  return p;
-}
-
-// Pearson's statistic of `counts` against `probs` over `draws` draws.
-double chi_square(const std::vector<int>& counts, const std::vector<double>& probs, int draws) {
-  double x2 = 0;
-  for (size_t i = 0; i < probs.size(); ++i) {
-    if (probs[i] == 0) {
-      REQUIRE(counts[i] == 0);
-      continue;
-    }
-    const double e = probs[i] * draws;
-    x2 += (counts[i] - e) * (counts[i] - e) / e;
-  }
-  return x2;
-}
-
-std::vector<int> draw_counts(Sampler& s, const std::vector<float>& logits, int draws) {
-  std::vector<int> counts(logits.size());
-  std::vector<float> work;
-  for (int i = 0; i < draws; ++i) {
-    work = logits;
-    const int32_t t = s.sample(work);
-    REQUIRE(t >= 0);
-    REQUIRE(t < (int32_t)logits.size());
-    ++counts[(size_t)t];
-  }
-  return counts;
-}
-
-uint64_t seed_for(tessera::testing::Rng& rng) { return rng.engine()() | 1; }
-
 }  // namespace
 
 TEST_CASE("sampler at temperature 0 returns the first index of the maximum") {
@@ -162,6 +126,28 @@ TEST_CASE("sampler without top_k draws exactly the tokens llama2.c's run.c draws
         REQUIRE_MESSAGE(ours == theirs, "draw " << i << " temp " << temperature << " top_p " << top_p);
       }
     }
+  }
+}
+
+TEST_CASE("a sampler told its prompt and tokens, with every new parameter at its default, still draws run.c's tokens") {
+  tessera::testing::Rng rng(109);
+  const std::vector<float> logits = rng.floats(3000, -4, 4);
+  const uint64_t seed = seed_for(rng);
+  SamplerParams p{.temperature = 0.9f, .top_p = 0.8f, .top_k = 0, .seed = seed};
+  p.min_p = 0.0f;
+  p.presence_penalty = p.frequency_penalty = 0.0f;
+  p.repetition_penalty = 1.0f;
+  Sampler s(p);
+  std::vector<int32_t> prompt(40);
+  for (int32_t& t : prompt) t = rng.integer(0, 2999);
+  s.set_prompt(prompt);
+  unsigned long long state = seed;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<float> w = logits;
+    const int ours = s.sample(w);
+    REQUIRE_MESSAGE(ours == runc::sample(logits, p.temperature, p.top_p, &state), "draw " << i);
+    CHECK(w == logits);  // the caller's logits are left as they are
+    s.accept(ours);
   }
 }
 
