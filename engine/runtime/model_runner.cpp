@@ -491,7 +491,9 @@ Status ModelRunner::queue_results(const BucketProgram& prog, InFlight& f, int sl
       const int at = parts_[pe.part].returns.size() > k ? parts_[pe.part].returns[k] : -1;
       if (at < 0) continue;
       const PlanTensor& t = pe.exe->plan().outputs.at((size_t)at);
-      const uint64_t bytes = (uint64_t)args.n_logit_rows * (uint64_t)t.desc.row_bytes();
+      // R rows of logits [R, vocab]; R ids [R] (one element a row).
+      const uint64_t row = t.desc.shape.rank > 1 ? (uint64_t)t.desc.row_bytes() : (uint64_t)bytes_for(t.desc.dtype, 1);
+      const uint64_t bytes = (uint64_t)args.n_logit_rows * row;
       Buffer& dst = k == 0 ? *f.logits : *f.tokens;
       if (bytes) TS_TRY(devices_[pe.slot].stream->copy(pe.exe->buffer(t.buffer), t.offset, dst, 0, bytes));
     }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/kv/block_manager.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampler.h"
 #include "engine/serving/sequence_text.h"
 

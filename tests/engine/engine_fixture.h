@@ -9,6 +9,10 @@
 #include <thread>
 #include <vector>
 
+#include <filesystem>
+
+#include "backends/builtin.h"
+#include "core/hal/registry.h"
 #include "engine/api/model_impl.h"
 #include "engine/serving/serving_engine.h"
 #include "support/reference_cases.h"
@@ -19,7 +23,7 @@ struct EngineSetup {
   std::string model;      // under ../shared
   std::string tokenizer;  // under ../shared, or empty
   std::string backend = "cpu";
-  int32_t ctx = 0;
+  int32_t ctx = 0;  // at most this context (0: the model's)
   int32_t kv_blocks = 0;  // KV blocks of 16 tokens; 0: max_num_seqs whole contexts
   EngineConfig config;
   EngineSetup() { config.scheduler.max_num_seqs = 8; }
@@ -38,11 +42,18 @@ inline TestEngine open_test_engine(const EngineSetup& s) {
   mo.path = shared_file(s.model);
   if (!s.tokenizer.empty()) mo.tokenizer_path = shared_file(s.tokenizer);
   mo.backend = s.backend;
-  mo.max_context = s.ctx;
   TestEngine t;
   auto m = load_model_and_tokenizer(mo);
   REQUIRE_MESSAGE(m.has_value(), m.status().message());
   t.model = std::move(*m);
+  if (s.ctx > 0) mo.max_context = std::min(s.ctx, t.model.weights->config.context_length);
+  // Plugins (the Vulkan backend) are found beside the CLI, as the CLI finds them.
+  static const bool plugins_loaded = [] {
+    register_builtin_backends();
+    BackendRegistry::global().load_plugins({std::filesystem::path(TESSERA_BIN).parent_path().string()});
+    return true;
+  }();
+  (void)plugins_loaded;
   RunnerOptions ro = runner_options(mo);
   const LlamaConfig& c = t.model.weights->config;
   ro.kv_cache_bytes = (uint64_t)s.kv_blocks * 2ull * (uint64_t)c.n_layers * (uint64_t)ro.block_size * (uint64_t)c.kv_dim() * sizeof(float);

@@ -31,9 +31,10 @@ Request sampled(std::vector<int32_t> prompt, int32_t max_tokens, uint64_t seed) 
   return q;
 }
 
-const RequestResult& wait_ok(const Expected<std::shared_ptr<RequestState>>& h) {
+// A copy: the handle (and the result it holds) goes with the temporary.
+RequestResult wait_ok(const Expected<std::shared_ptr<RequestState>>& h) {
   REQUIRE_MESSAGE(h.has_value(), h.status().message());
-  const RequestResult& r = (*h)->wait();
+  RequestResult r = (*h)->wait();
   for (const auto& s : r.sequences) REQUIRE_MESSAGE(s.finish != FinishReason::error, s.error);
   return r;
 }
@@ -46,11 +47,11 @@ TEST_CASE("engine: n > 1 forks the prompt; child i equals an independent request
   const std::vector<int32_t> prompt = {1, 403, 407, 405, 292, 303, 416, 377, 482, 482, 482, 466, 466, 288, 292, 330, 283, 427, 427, 460};
   Request q = sampled(prompt, 60, 1234);
   q.n = 4;
-  const RequestResult& together = wait_ok(t->submit(q));
+  const RequestResult together = wait_ok(t->submit(q));
   REQUIRE(together.sequences.size() == 4);
   for (int32_t i = 0; i < 4; ++i) {
     CAPTURE(i);
-    const RequestResult& alone = wait_ok(t->submit(sampled(prompt, 60, 1234 + (uint64_t)i)));
+    const RequestResult alone = wait_ok(t->submit(sampled(prompt, 60, 1234 + (uint64_t)i)));
     CHECK(join_ids(together.sequences[(size_t)i].tokens) == join_ids(alone.sequences[0].tokens));
     CHECK(together.sequences[(size_t)i].finish == FinishReason::length);
   }
@@ -68,10 +69,10 @@ TEST_CASE("engine: n > 1 under preemption and with a small cache still equals in
   Request q = sampled(prompt, 150, 77);
   q.n = 3;
   auto h = t->submit(q);
-  const RequestResult& together = wait_ok(h);
+  const RequestResult together = wait_ok(h);
   CHECK(t->metrics().preemptions > 0);
   for (int32_t i = 0; i < 3; ++i) {
-    const RequestResult& alone = wait_ok(t->submit(sampled(prompt, 150, 77 + (uint64_t)i)));
+    const RequestResult alone = wait_ok(t->submit(sampled(prompt, 150, 77 + (uint64_t)i)));
     CHECK(join_ids(together.sequences[(size_t)i].tokens) == join_ids(alone.sequences[0].tokens));
   }
 }
@@ -84,13 +85,13 @@ TEST_CASE("engine: stop token ids end a sequence without outputting the token; m
   q.sampling.temperature = 0;
   q.detokenize = false;
   q.ignore_eos = true;
-  const RequestResult& full = wait_ok(t->submit(q));
+  const RequestResult full = wait_ok(t->submit(q));
   REQUIRE(full.sequences[0].tokens.size() >= 10);
   CHECK(full.sequences[0].finish == FinishReason::length);
   CHECK(full.sequences[0].tokens.size() == 50);
   const int32_t stop_at = full.sequences[0].tokens[6];
   q.stop_token_ids = {stop_at};
-  const RequestResult& stopped = wait_ok(t->submit(q));
+  const RequestResult stopped = wait_ok(t->submit(q));
   CHECK(stopped.sequences[0].finish == FinishReason::stop);
   const auto& want = full.sequences[0].tokens;
   const auto first = std::find(want.begin(), want.end(), stop_at) - want.begin();
@@ -107,7 +108,7 @@ TEST_CASE("engine: a stop string ends the text before it and holds back text tha
   q.max_tokens = 100;
   q.sampling.temperature = 0;
   q.ignore_eos = true;
-  const RequestResult& full = wait_ok(t->submit(q));
+  const RequestResult full = wait_ok(t->submit(q));
   const std::string text = full.sequences[0].text;
   REQUIRE(text.size() > 40);
   // A stop string from the middle of the text: everything before its first occurrence, nothing after.
@@ -119,7 +120,7 @@ TEST_CASE("engine: a stop string ends the text before it and holds back text tha
     streamed += ev.text;
     ++events;
   });
-  const RequestResult& r = wait_ok(h);
+  const RequestResult r = wait_ok(h);
   CHECK(r.sequences[0].finish == FinishReason::stop);
   CHECK(r.sequences[0].text == text.substr(0, text.find(stop)));
   CHECK(streamed == r.sequences[0].text);
@@ -135,7 +136,7 @@ TEST_CASE("engine: logprobs are the log-softmax of the logits, the chosen token 
   q.ignore_eos = true;
   q.detokenize = false;
   q.logprobs = 5;
-  const RequestResult& r = wait_ok(t->submit(q));
+  const RequestResult r = wait_ok(t->submit(q));
   const SequenceResult& s = r.sequences[0];
   REQUIRE(s.logprobs.size() == s.tokens.size());
   for (size_t i = 0; i < s.tokens.size(); ++i) {
@@ -220,6 +221,6 @@ TEST_CASE("engine: bad requests are refused at submit with one line naming the f
     CHECK(msg.find(b.field) == 0);
     CHECK(msg.find('\n') == std::string::npos);
   }
-  const RequestResult& ok = wait_ok(t->submit(sampled({1, 300, 301}, 5, 1)));
+  const RequestResult ok = wait_ok(t->submit(sampled({1, 300, 301}, 5, 1)));
   CHECK(ok.sequences[0].tokens.size() == 5);
 }
