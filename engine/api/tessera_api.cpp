@@ -98,7 +98,7 @@ std::string Model::decode_piece(int32_t prev, int32_t id) const {
 }
 
 Expected<std::unique_ptr<Generation>> Model::start(const SamplerParams& sampler) {
-  TS_TRY(validate(sampler));
+  TS_TRY(validate(sampler, impl_->config.vocab_size));
   TS_ASSIGN_OR_RETURN(auto s, Session::create(*impl_->runner, *impl_->kv));
   auto g = std::unique_ptr<Generation::Impl>(new Generation::Impl{std::move(s), Sampler(sampler), sampler, {}, {}});
   return std::unique_ptr<Generation>(new Generation(std::move(g)));

@@ -39,6 +39,28 @@ int32_t sample_mult(std::span<const float> probs, float coin) {
   return (int32_t)probs.size() - 1;
 }
 
+// Min-p without top-k or top-p: sample_mult over the tokens at or above
+// min_p times the largest probability, in index order, without sorting.
+int32_t sample_mult_min_p(std::span<const float> probs, float min_p, float coin) {
+  float max = 0.0f;
+  for (float p : probs) max = p > max ? p : max;
+  const float threshold = min_p * max;
+  float kept = 0.0f;
+  for (float p : probs) {
+    if (p >= threshold) kept += p;
+  }
+  const float r = coin * kept;
+  float cdf = 0.0f;
+  int32_t last = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    if (!(probs[i] >= threshold)) continue;
+    cdf += probs[i];
+    last = (int32_t)i;
+    if (r < cdf) return last;
+  }
+  return last;
+}
+
 // NaN would break the strict weak order std::sort relies on.
 float rank_of(float logit) { return std::isnan(logit) ? -std::numeric_limits<float>::infinity() : logit; }
 
@@ -66,8 +88,8 @@ float Sampler::random_f32() { return (float)(random_u32() >> 8) / 16777216.0f; }
 int32_t Sampler::sample(std::span<float> logits) {
   assert(!logits.empty());
   const size_t n = logits.size();
-  // Without adjustments the caller's logits are read as they are, so the
-  // arithmetic (and run.c's tokens) are what they were before adjustments existed.
+  // Without adjustments the caller's logits are read in place: no copy, and
+  // the arithmetic stays run.c's.
   std::span<const float> scores = logits;
   if (adjusts_logits(params_)) {
     if (scratch_.adjusted.size() < n) scratch_.adjusted.resize(n);
@@ -87,7 +109,7 @@ int32_t Sampler::sample(std::span<float> logits) {
   if (params_.top_k > 0 && (size_t)params_.top_k < n) return sample_top_k(scores, coin);
   softmax(probs);
   if (params_.top_p < 1.0f) return sample_top_p(scores, coin);
-  if (params_.min_p > 0.0f) return sample_min_p(probs, coin);
+  if (params_.min_p > 0.0f) return sample_mult_min_p(probs, params_.min_p, coin);
   return sample_mult(probs, coin);
 }
 
@@ -189,28 +211,6 @@ int32_t Sampler::draw(size_t last, float cumulative, float coin) const {
     if (r < cdf) return candidates[j].index;
   }
   return candidates[last].index;
-}
-
-// Min-p without top-k or top-p: sample_mult over the tokens at or above
-// min_p times the largest probability, in index order, without sorting.
-int32_t Sampler::sample_min_p(std::span<const float> probs, float coin) const {
-  float max = 0.0f;
-  for (float p : probs) max = p > max ? p : max;
-  const float threshold = params_.min_p * max;
-  float kept = 0.0f;
-  for (float p : probs) {
-    if (p >= threshold) kept += p;
-  }
-  const float r = coin * kept;
-  float cdf = 0.0f;
-  int32_t last = 0;
-  for (size_t i = 0; i < probs.size(); ++i) {
-    if (!(probs[i] >= threshold)) continue;
-    cdf += probs[i];
-    last = (int32_t)i;
-    if (r < cdf) return last;
-  }
-  return last;
 }
 
 }  // namespace tessera

@@ -70,7 +70,6 @@ class Sampler {
   float random_f32();  // [0, 1)
   int32_t sample_top_k(std::span<const float> logits, float coin);
   int32_t sample_top_p(std::span<const float> logits, float coin);
-  int32_t sample_min_p(std::span<const float> probs, float coin) const;
   size_t min_p_end(size_t last) const;
   int32_t draw(size_t last, float cumulative, float coin) const;
 

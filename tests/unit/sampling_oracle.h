@@ -1,10 +1,12 @@
 #pragma once
-// What the sampler tests compare draws against: the softmax in double and
-// Pearson's chi-square statistic of observed counts.
+// What the sampler tests compare against: the softmax in double, Pearson's
+// chi-square statistic of observed counts, and the adjusted logits computed
+// from the definitions.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "engine/sampling/sampler.h"
@@ -48,6 +50,27 @@ inline std::vector<int> draw_counts(Sampler& s, const std::vector<float>& logits
     ++counts[(size_t)t];
   }
   return counts;
+}
+
+// Each token's logit as the definitions give it, counting the whole history
+// afresh: bias added; the repetition penalty if the token is in the prompt
+// or was generated; presence + frequency * count subtracted if generated.
+inline std::vector<float> reference_adjusted(const std::vector<float>& logits, const SamplerParams& p,
+                                             const std::vector<int32_t>& prompt,
+                                             const std::vector<int32_t>& generated) {
+  std::vector<float> out = logits;
+  for (int32_t t = 0; t < (int32_t)out.size(); ++t) {
+    float l = out[(size_t)t];
+    for (const auto& [id, bias] : p.logit_bias) {
+      if (id == t) l += bias;
+    }
+    const int count = (int)std::count(generated.begin(), generated.end(), t);
+    const bool seen = count > 0 || std::find(prompt.begin(), prompt.end(), t) != prompt.end();
+    if (seen) l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
+    if (count > 0) l -= p.presence_penalty + p.frequency_penalty * (float)count;
+    out[(size_t)t] = l;
+  }
+  return out;
 }
 
 inline uint64_t seed_for(Rng& rng) { return rng.engine()() | 1; }
