@@ -354,7 +354,7 @@ TEST_CASE("a cached block held again leaves the evictable order and rejoins it a
   require_block_accounting(bm, {4});
 }
 
-TEST_CASE("a sequence can start holding cached blocks; a bad list changes nothing") {
+TEST_CASE("a sequence can start holding cached blocks, and a bad list changes nothing") {
   BlockManager bm({.num_blocks = 8, .block_size = 4});
   REQUIRE(bm.add_sequence(1).is_ok());
   REQUIRE(bm.reserve(1, 14).is_ok());  // blocks 0..3, the last partial
@@ -437,7 +437,7 @@ TEST_CASE("a cached block is never written: a sequence truncated into one copies
   require_block_accounting(bm, {1});
 }
 
-TEST_CASE("a fork shares cached blocks; each side copies a cached partial block before writing it") {
+TEST_CASE("a fork shares cached blocks, and each side copies a cached partial block before writing it") {
   BlockManager bm({.num_blocks = 8, .block_size = 4});
   REQUIRE(bm.add_sequence(1).is_ok());
   REQUIRE(bm.reserve(1, 8).is_ok());
@@ -462,7 +462,7 @@ TEST_CASE("a fork shares cached blocks; each side copies a cached partial block 
   CHECK(bm.free_blocks() == 6);
 }
 
-TEST_CASE("mark_cached takes only held blocks; uncache makes an evictable block free") {
+TEST_CASE("mark_cached takes only held blocks, and uncache makes an evictable block free") {
   BlockManager bm({.num_blocks = 4, .block_size = 4});
   CHECK(bm.mark_cached(0).code() == StatusCode::invalid_argument);  // free
   CHECK(bm.mark_cached(4).code() == StatusCode::invalid_argument);

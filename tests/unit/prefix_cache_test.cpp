@@ -47,7 +47,7 @@ void admit(BlockManager& bm, PrefixCache& cache, SeqId id, const Tokens& prompt)
 
 }  // namespace
 
-TEST_CASE("prompts that share a prefix share its blocks; a change in block k keeps only the blocks before k") {
+TEST_CASE("prompts that share a prefix share its blocks, and a change in block k keeps only the blocks before k") {
   tessera::testing::Rng rng(401);
   BlockManager bm({.num_blocks = 32, .block_size = 4});
   PrefixCache cache(bm, 7);
