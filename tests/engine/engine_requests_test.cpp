@@ -41,7 +41,7 @@ RequestResult wait_ok(const Expected<std::shared_ptr<RequestState>>& h) {
 
 }  // namespace
 
-TEST_CASE("engine: n > 1 forks the prompt; child i equals an independent request with seed + i") {
+TEST_CASE("engine: n > 1 forks the prompt, and child i equals an independent request with seed + i") {
   TestEngine t = open_test_engine(stories());
   // A prompt that ends inside a block, so the children's first writes copy the shared block.
   const std::vector<int32_t> prompt = {1, 403, 407, 405, 292, 303, 416, 377, 482, 482, 482, 466, 466, 288, 292, 330, 283, 427, 427, 460};
@@ -77,7 +77,7 @@ TEST_CASE("engine: n > 1 under preemption and with a small cache still equals in
   }
 }
 
-TEST_CASE("engine: stop token ids end a sequence without outputting the token; max_tokens ends it with length") {
+TEST_CASE("engine: stop token ids end a sequence without outputting the token, and max_tokens ends it with length") {
   TestEngine t = open_test_engine(stories());
   Request q;
   q.prompt = {1, 403, 407};
@@ -152,7 +152,7 @@ TEST_CASE("engine: logprobs are the log-softmax of the logits, the chosen token 
   CHECK(join_ids(wait_ok(t->submit(q)).sequences[0].tokens) == join_ids(s.tokens));
 }
 
-TEST_CASE("engine: a pull stream yields every token then ends; metrics count queue, TTFT and gaps") {
+TEST_CASE("engine: a pull stream yields every token then ends, and metrics count queue, TTFT and gaps") {
   TestEngine t = open_test_engine(stories());
   Request q = sampled({1, 461}, 20, 5);
   auto h = t->submit(q, Delivery::stream);
@@ -172,7 +172,7 @@ TEST_CASE("engine: a pull stream yields every token then ends; metrics count que
   CHECK(r.metrics.e2e_ms >= r.metrics.ttft_ms);
 }
 
-TEST_CASE("engine: cancel from another thread ends the request; its blocks are free after the next step") {
+TEST_CASE("engine: cancel from another thread ends the request, and its blocks are free after the next step") {
   TestEngine t = open_test_engine(stories());
   Request q = sampled({1, 461}, 250, 9);
   auto h = t->submit(q, Delivery::stream);

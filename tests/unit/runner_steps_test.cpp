@@ -216,6 +216,6 @@ TEST_CASE("the KV cache is sized from a memory budget, and a budget below one wh
   auto small = ModelRunner::create(w, o);
   REQUIRE(!small.has_value());
   CHECK(small.status().code() == StatusCode::resource_exhausted);
-  CHECK(small.status().message().find("--kv-cache-bytes") == 0);
+  CHECK(small.status().message().find("--kv-cache-memory") == 0);
   CHECK(small.status().message().find("needs 16") != std::string::npos);
 }

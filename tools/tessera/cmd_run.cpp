@@ -107,10 +107,22 @@ int run_main() {
     if (!ids) return fail(ids.status().with_context("-p"));
     prompts.push_back(std::move(*ids));
   }
+  const int32_t ctx = e.max_context();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::string where = many ? "prompt " + std::to_string(i + 1) + ": " : "";
+    const std::string flag = !f.prompt_ids.empty() ? "--prompt-ids" : !f.prompt_ids_file.empty() ? f.prompt_ids_file : "prompt";
+    const auto& p = prompts[i];
+    if (p.empty()) return fail(invalid_argument(where + "prompt: must hold at least one token"));
+    for (size_t k = 0; k < p.size(); ++k)
+      if (p[k] < 0 || p[k] >= e.config().vocab_size)
+        return fail(out_of_range(where + flag + ": token id " + std::to_string(p[k]) + " (element " + std::to_string(k) +
+                                 ") is outside the vocabulary [0, " + std::to_string(e.config().vocab_size) + ")"));
+    if ((int64_t)p.size() > ctx)
+      return fail(out_of_range(where + "prompt: " + std::to_string(p.size()) + " tokens exceed the context length " + std::to_string(ctx)));
+  }
   const bool want_text = !f.print_ids;
   if (want_text && !e.has_tokenizer())
     return fail(invalid_argument(f.model + ": has no tokenizer to print text; give one with -z or use --print-ids"));
-  const int32_t ctx = e.max_context();
   int32_t steps = f.steps;
   if (steps <= 0 || steps > ctx) {
     // llama2.c's rule: 0 or too many steps means the whole context.
@@ -127,7 +139,6 @@ int run_main() {
   for (size_t i = 0; i < prompts.size(); ++i) {
     const auto& p = prompts[i];
     const std::string where = many ? "prompt " + std::to_string(i + 1) + ": " : "";
-    if (p.empty()) return fail(invalid_argument(where + "prompt: must hold at least one token"));
     if ((int64_t)p.size() > steps) {
       shown[i].assign(p.begin(), p.begin() + std::min<int64_t>((int64_t)p.size(), steps + 1));
       continue;
