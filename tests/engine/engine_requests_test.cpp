@@ -185,7 +185,10 @@ TEST_CASE("engine: cancel from another thread ends the request, and its blocks a
   CHECK(r.sequences[0].tokens.size() < 250);
   // Another request runs; once it has, nothing is held.
   wait_ok(t->submit(sampled({1, 300}, 3, 1)));
+  // The engine publishes its counts after the step that finished it.
+  for (int i = 0; i < 5000 && t->metrics().requests_finished < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const EngineMetrics m = t->metrics();
+  CHECK(m.requests_finished == 2);
   CHECK(m.kv_blocks_used == 0);
   CHECK(m.running == 0);
 }
