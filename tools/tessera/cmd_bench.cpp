@@ -15,7 +15,7 @@ namespace {
 struct BenchFlags {
   std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto";
   int32_t prompt_tokens = 128, gen_tokens = 32;
-  bool json = false, matmul_layouts = false;
+  bool json = false, matmul_layouts = false, batch_invariant = false;
 } f;
 
 void log_line(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
@@ -49,6 +49,7 @@ nlohmann::json to_json(const BenchReport& r) {
       {"activation_lower_bound_bytes", r.activation_lower_bound_bytes},
       {"model_build_s", r.model_build_s},
       {"passes", f.passes},
+      {"batch_invariant", f.batch_invariant},
   };
 }
 
@@ -77,6 +78,7 @@ int bench_main() {
   o.tile = f.tile;
   o.place = f.place;
   o.weight_layout = f.weight_layout;
+  o.batch_invariant = f.batch_invariant;
   auto reports = run_bench(o, log_line);
   if (!reports) return fail(reports.status());
   if (f.json) {
@@ -120,6 +122,8 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... (docs/ir.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  s->add_flag("--batch-invariant", f.batch_invariant,
+              "measure with the batch-invariant kernels (docs/backends.md, \"Batch invariance\")");
   s->add_flag("--json", f.json, "print one JSON object");
   s->add_flag("--matmul-layouts", f.matmul_layouts,
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");

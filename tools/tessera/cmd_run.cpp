@@ -22,6 +22,7 @@ struct RunFlags {
   uint64_t kv_cache_bytes = 0;
   bool print_ids = false;
   bool strict = false;
+  bool batch_invariant = false;
 } f;
 
 int run_main() {
@@ -44,6 +45,7 @@ int run_main() {
   mo.tile = f.tile;
   mo.place = f.place;
   mo.weight_layout = f.weight_layout;
+  mo.batch_invariant = f.batch_invariant;
   auto model = Model::open(mo);
   if (!model) return fail(model.status());
   Model& m = **model;
@@ -140,6 +142,8 @@ Subcommand add_run(CLI::App& app) {
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, DEVICE an id like cpu or vulkan:1 (docs/ir.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s->add_flag("--strict", f.strict, "refuse to run nodes the backend lacks on the CPU instead");
+  s->add_flag("--batch-invariant", f.batch_invariant,
+              "a token's logits never depend on the other tokens of its steps (docs/backends.md, \"Batch invariance\")");
   s->add_flag("--print-ids", f.print_ids, "print the whole id sequence on one line instead of text");
   return {s, run_main};
 }
