@@ -9,14 +9,16 @@ namespace {
 // The ranges are what the kernels are written for: the gemm shader gives each
 // invocation an 8x8 block of outputs, so its tiles are 32, 64 or 128 a side
 // (16 to 256 invocations); gemv takes weight rows four at a time.
+// batch_invariant is 0 or 1.
 constexpr int64_t kMaxBytes = int64_t{1} << 40;
-const std::array<TileField, 6> kFields = {{
+const std::array<TileField, 7> kFields = {{
     {"weight_block_bytes", &TileParams::weight_block_bytes, 1, kMaxBytes, 1, false, "bytes"},
     {"chunk_bytes", &TileParams::chunk_bytes, 1, kMaxBytes, 1, false, "bytes"},
     {"workgroup_size", &TileParams::workgroup_size, 1, 1024, 1, false, "invocations"},
     {"rows_per_workgroup", &TileParams::rows_per_workgroup, 4, 4096, 4, false, "rows"},
     {"tile_m", &TileParams::tile_m, 32, 128, 1, true, "rows"},
     {"tile_n", &TileParams::tile_n, 32, 128, 1, true, "rows"},
+    {"batch_invariant", &TileParams::batch_invariant, 0, 1, 1, false, "flag"},
 }};
 
 }  // namespace

@@ -3,7 +3,8 @@
 // pass (graph/passes/tile.cpp), printed in the IR as tile{...} and honored
 // by the kernels; 0 means the kernel's own default. The CPU fields are read
 // by kernels/cpu/matmul.cpp, the GPU fields by the Vulkan matmul shaders
-// (as specialization constants, backends/vulkan/encode_matmul.cpp).
+// (as specialization constants, backends/vulkan/encode_matmul.cpp). Sizes
+// never change a result; batch_invariant, the one kernel choice here, does.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -21,10 +22,15 @@ struct TileParams {
   int64_t rows_per_workgroup = 0;  // weight rows (outputs) one workgroup computes
   // GPU: matmul_gemm (many rows)
   int64_t tile_m = 0, tile_n = 0;  // output tile of one workgroup: x rows by weight rows
+  // Every backend, matmul family and paged_attention: 1 runs the kernels that
+  // compute each row in one order whatever the step's rows, the row's place,
+  // the bucket or the token's decode/prefill path (docs/backends.md, "Batch
+  // invariance"), where the default kernels do not; set from --batch-invariant.
+  int64_t batch_invariant = 0;
 
   bool empty() const {
     return weight_block_bytes == 0 && chunk_bytes == 0 && workgroup_size == 0 && rows_per_workgroup == 0 &&
-           tile_m == 0 && tile_n == 0;
+           tile_m == 0 && tile_n == 0 && batch_invariant == 0;
   }
   bool operator==(const TileParams&) const = default;
 };

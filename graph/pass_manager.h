@@ -68,6 +68,9 @@ struct PassContext {
   // --weight-layout: the layout repack_weights gives every matmul weight whose
   // kernel reads it, in place of the target's preference; none: the preference.
   std::optional<WeightLayout> weight_layout_override;
+  // --batch-invariant: the tiling pass marks every matmul-family and
+  // paged_attention node tile{batch_invariant=1} (docs/backends.md, "Batch invariance").
+  bool batch_invariant = false;
 
   // The target, the fallback or one of other_devices, by id; null for a device none of them is.
   std::optional<PlacementDevice> find_device(const DeviceId& id) const;

@@ -40,7 +40,8 @@ struct MatmulArgs {
   float* y = nullptr;  // [m, n]
   int64_t m = 0, n = 0, k = 0;
   void* workspace = nullptr;  // matmul_workspace_bytes(w_dtype, m, k) bytes, 64-byte aligned
-  TileParams tile;            // blocking; results do not depend on it (each output is one whole-K dot)
+  TileParams tile;            // blocking; results do not depend on it (each output is one whole-K dot),
+                              // except batch_invariant: f32 never takes oneDNN's sgemm (kernels/cpu/matmul.cpp)
   // matmul_epilogue: run over each block of y right after its dots are final
   // (while it is in cache), never as a second pass; null for a plain matmul.
   const EpilogueArgs* epilogue = nullptr;

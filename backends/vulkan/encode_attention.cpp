@@ -5,7 +5,11 @@
 // records both, each kernel skipping the other kind's sequences at run time
 // (the step's query_start decides). Buckets of one token record only the
 // split path, and so does a head_dim beyond the prefill kernel's limit, the
-// split kernels then serving every token.
+// split kernels then serving every token. So does tile.batch_invariant: the
+// prefill kernel's online softmax over 16-position tiles sums in another
+// order than the split kernels' 128-position partitions, and a token must
+// get the same bits as a decode and as a row of a prompt chunk
+// (docs/backends.md, "Batch invariance").
 #include <algorithm>
 #include <cmath>
 #include <variant>
@@ -44,7 +48,7 @@ Status encode_attention(const Dispatch& d, EncodeContext& ctx, std::vector<Encod
   // Rows of split partials: every token when the split kernels serve them
   // all, else the step's decode sequences, of which there are at most
   // min(max_seqs, max_tokens) (each holds one of the tokens).
-  const bool split_all_tokens = tokens == 1 || p.head_dim > kPrefillMaxHeadDim;
+  const bool split_all_tokens = tokens == 1 || p.head_dim > kPrefillMaxHeadDim || d.tile.batch_invariant != 0;
   const uint64_t split_rows = split_all_tokens ? tokens : std::min<uint64_t>(tokens, (uint64_t)bucket.max_seqs);
   const std::vector<uint32_t> push = {(uint32_t)p.n_heads,   (uint32_t)p.n_kv_heads,      (uint32_t)p.head_dim,
                                       (uint32_t)p.block_size, float_bits(scale),          p.causal ? 1u : 0u,

@@ -16,6 +16,7 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // matmul_gemv handles up to this many rows (kernels/vulkan/matmul_gemv.comp M_MAX).
 constexpr uint64_t kGemvMaxRows = 4;
 constexpr uint64_t kGemmTileK = 16;  // matmul_gemm's BK
+constexpr uint64_t kGemmMinTileM = 8;  // matmul_gemm's BM: an invocation computes 8 rows
 
 // The dispatch's tile, the shaders' defaults where the tiling pass left a
 // field 0, checked against the device's limits: a tile from hand-written IR
@@ -67,13 +68,23 @@ Status encode_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedD
   // (the logit rows of a prefill bucket): both, each skipping the steps of the other.
   // A cooperative-matrix gemm (VK_KHR_cooperative_matrix, once glslc has the
   // GLSL extension) would be chosen here, by a device feature, in place of matmul_gemm.
-  const bool gemv = m_max <= kGemvMaxRows || y.rows == RowCount::logit_rows;
-  const bool gemm = m_max > kGemvMaxRows;
+  // The two sum in different orders (gemv splits k over a subgroup), so under
+  // batch_invariant gemm serves every step: each output one sequential sum
+  // over k, whatever the rows (docs/backends.md, "Batch invariance").
+  const bool invariant = d.tile.batch_invariant != 0;
+  const bool gemv = !invariant && (m_max <= kGemvMaxRows || y.rows == RowCount::logit_rows);
+  const bool gemm = invariant || m_max > kGemvMaxRows;
 
   const TensorBinding xb = ctx.bind(x, false), wb = ctx.bind(w, false), yb = ctx.bind(y, true);
   const uint64_t chunk = rows_per_binding(ctx.device(), row_bytes);
   TS_ASSIGN_OR_RETURN(const MatmulTile tile, matmul_tile(d.tile, ctx.device()));
   const uint64_t gemv_rows = tile.gemv_rows;
+  // x rows per gemm tile: the tile's, or for a bucket of fewer rows the
+  // power of two (8 at least) that holds them, so a decode bucket computes
+  // 8 rows where it needs 1 rather than 64. Which tile a row falls in never
+  // changes its sum.
+  uint64_t gemm_m = tile.gemm_m;
+  while (gemm_m > kGemmMinTileM && gemm_m / 2 >= m_max) gemm_m /= 2;
   for (uint64_t first = 0; first < n; first += chunk) {
     const uint64_t rows = std::min(chunk, n - first);
     const TensorBinding wc = weight_rows(wb, row_bytes, first, rows);
@@ -92,13 +103,13 @@ Status encode_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedD
     if (gemm) {
       EncodedDispatch e;
       e.shader = "matmul_gemm";
-      e.spec = {weight_type_constant(w.desc.dtype), (uint32_t)tile.gemm_m, (uint32_t)tile.gemm_n,
-                (uint32_t)((tile.gemm_m / 8) * (tile.gemm_n / 8))};
+      e.spec = {weight_type_constant(w.desc.dtype), (uint32_t)gemm_m, (uint32_t)tile.gemm_n,
+                (uint32_t)((gemm_m / 8) * (tile.gemm_n / 8))};
       e.bindings = {xb, wc, yb};
       e.push = push;
       e.push.push_back(gemv ? (uint32_t)kGemvMaxRows + 1 : 0u);
       e.groups[0] = (uint32_t)ceil_div(rows, tile.gemm_n);
-      e.groups[1] = (uint32_t)ceil_div(m_max, tile.gemm_m);
+      e.groups[1] = (uint32_t)ceil_div(m_max, gemm_m);
       if (e.groups[0] > ctx.device().limits().maxComputeWorkGroupCount[0] ||
           e.groups[1] > ctx.device().limits().maxComputeWorkGroupCount[1])
         return unsupported("matmul of " + std::to_string(m_max) + "x" + std::to_string(n) + " exceeds the device's workgroup counts");

@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 2;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0xd942885f2a2f399cull;
+inline constexpr uint32_t kBackendAbiVersion = 3;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0x850f8a2dc34cf41cull;
 
 }  // namespace tessera

@@ -45,6 +45,7 @@ Expected<std::vector<IrPassTiming>> run_and_print(graph::Graph& g, const IrOptio
   TS_ASSIGN_OR_RETURN(auto others, open_placement_devices(target, **device, ctx));
   ctx.strict = o.strict;
   ctx.max_positions = max_positions;
+  ctx.batch_invariant = o.batch_invariant;
   TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));
   graph::PipelineOptions po;
   po.verify_each = true;

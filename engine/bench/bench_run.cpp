@@ -45,6 +45,7 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   ro.tile = o.tile;
   ro.place = o.place;
   ro.weight_layout = o.weight_layout;
+  ro.batch_invariant = o.batch_invariant;
   ro.sample_on_device = true;
   TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(w, ro));
   ModelRunner* runner = rc.runner.get();

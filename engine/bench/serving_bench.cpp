@@ -98,6 +98,7 @@ Expected<std::unique_ptr<ServingEngine>> open_engine(std::shared_ptr<const Model
   ro.tile = o.model.tile;
   ro.place = o.model.place;
   ro.weight_layout = o.model.weight_layout;
+  ro.batch_invariant = o.model.batch_invariant;
   ro.kv_cache_bytes = o.kv_cache_memory;
   if (ro.kv_cache_bytes == 0) ro.kv_memory_fraction = -1;
   EngineConfig ec;

@@ -116,8 +116,12 @@ Status ModelRunner::place_and_bind() {
   Device& target = *devices_[0].device;
   TS_ASSIGN_OR_RETURN(auto pipeline, graph::parse_pipeline(o.passes, o.backend));
   // Placement is not optional (the step must run somewhere): `--passes none` still places.
-  if (std::none_of(pipeline.begin(), pipeline.end(), [](const graph::PassInfo* p) { return std::string(p->name) == "place"; }))
-    pipeline.push_back(graph::find_pass("place"));
+  auto has_pass = [&](const char* name) {
+    return std::any_of(pipeline.begin(), pipeline.end(), [&](const graph::PassInfo* p) { return std::string(p->name) == name; });
+  };
+  if (!has_pass("place")) pipeline.push_back(graph::find_pass("place"));
+  // Nor is batch invariance: the tiling pass is where nodes get it.
+  if (o.batch_invariant && !has_pass("tile")) pipeline.push_back(graph::find_pass("tile"));
   graph::PassContext ctx;
   TS_ASSIGN_OR_RETURN(ctx.tile_overrides, graph::parse_tile_overrides(o.tile));
   TS_ASSIGN_OR_RETURN(ctx.placement_overrides, graph::parse_placement_overrides(o.place));
@@ -126,6 +130,7 @@ Status ModelRunner::place_and_bind() {
   TS_ASSIGN_OR_RETURN(std::vector<OpenedDevice> others, open_placement_devices(target_id, target, ctx));
   ctx.strict = o.strict;
   ctx.max_positions = max_context_;  // the rows of the folded RoPE tables
+  ctx.batch_invariant = o.batch_invariant;
   TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));
   TS_TRY(graph::run_pipeline(graph_, pipeline, ctx));
 

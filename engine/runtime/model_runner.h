@@ -67,6 +67,9 @@ struct RunnerOptions {
   // to max_context. max_context (or more) makes one context bucket.
   int32_t min_context_bucket = 256;
   std::string weight_layout = "auto";  // --weight-layout: auto (the target's preference), rows or rows_x4
+  // --batch-invariant: kernels whose rows never depend on the step's other
+  // rows, bucket or decode/prefill path, where the defaults' do (docs/backends.md, "Batch invariance").
+  bool batch_invariant = false;
   static constexpr int32_t kDefaultContextCap = 4096;
 };
 

@@ -29,6 +29,10 @@
 //                       what the shared memory and workgroup limits allow.
 // Tiles change which thread or invocation computes which outputs, never an
 // output's arithmetic, so results are the same bits for any tiling.
+// batch_invariant (--batch-invariant, PassContext::batch_invariant) is the
+// exception: it picks the kernels whose rows do not depend on the step
+// (docs/backends.md, "Batch invariance"), on matmul-family and
+// paged_attention nodes; --tile can still set it per op.
 #include <algorithm>
 
 #include "graph/cost_model.h"
@@ -126,12 +130,14 @@ std::string gpu_tile_problem(const TileParams& t, const DeviceInfo& d) {
 
 Status tile(Graph& g, const PassContext& ctx) {
   for (Node& n : g.nodes) {
+    if (n.op == OpKind::paged_attention && ctx.batch_invariant) n.tile.batch_invariant = 1;
     if (!is_matmul(n.op)) continue;
     // A placed node is tiled for its device (the fallback, a device --place
     // named); an unplaced one, or one on a device the context does not list, for the target.
     const std::optional<PlacementDevice> placed = n.device.empty() ? std::nullopt : ctx.find_device(n.device);
     const DeviceInfo* device = placed ? placed->info : ctx.device;
     if (device) n.tile = is_gpu(*device) ? choose_gpu(g, n, *device) : choose_cpu(g, n, *device);
+    if (ctx.batch_invariant) n.tile.batch_invariant = 1;
     for (const TileOverride& o : ctx.tile_overrides) {
       if (o.op != "*" && o.op != name(n.op)) continue;
       if (const TileField* f = find_tile_field(o.field)) n.tile.*f->member = o.value;

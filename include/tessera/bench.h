@@ -23,6 +23,7 @@ struct BenchOptions {
   std::string tile;                // tile overrides (docs/ir.md)
   std::string place;   // --place: nodes pinned to a device
   std::string weight_layout = "auto";  // --weight-layout (docs/ir.md)
+  bool batch_invariant = false;        // --batch-invariant (docs/backends.md, "Batch invariance")
 };
 
 struct BenchReport {

@@ -31,6 +31,7 @@ struct IrOptions {
   std::string place;           // nodes pinned to a device (docs/ir.md)
   std::string weight_layout = "auto";
   bool strict = false;         // placement refuses what the target cannot run
+  bool batch_invariant = false;  // the tiling pass marks nodes tile{batch_invariant=1} (docs/backends.md)
   int32_t ctx = 0;             // context the KV pools and RoPE tables are sized for; 0: the model's, at most 4096
   int32_t block_size = 16;     // KV block size in tokens
   bool print_after_all = false;

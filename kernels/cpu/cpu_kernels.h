@@ -24,8 +24,9 @@ std::vector<Isa> runnable_isas();   // every family this machine can execute
 Isa active_isa();
 void force_isa(Isa isa);            // must be runnable; for tests and --isa
 
-// The kernel a matmul with these weights runs, e.g. "q8_0_gemm__avx512vnni".
-std::string matmul_kernel_name(DType w_dtype, int64_t m);
+// The kernel a matmul with these weights runs, e.g. "q8_0_gemm__avx512vnni"
+// (batch_invariant: MatmulArgs::tile.batch_invariant set).
+std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant = false);
 bool matmul_supports(DType w_dtype);  // f32, f16, bf16, q8_0, q4_0, q4_K
 // q8_0/q4_0 quantize the m activation rows to q8 blocks here (a layout
 // private to kernels/cpu); the other dtypes need none (0 bytes).
@@ -37,13 +38,15 @@ struct AttentionWorkspaceBounds {
   int64_t max_context = 1;  // every sequence's KV length
   int n_threads = 1;        // at least the num_threads() of the ParallelFor given
 };
-// Attention scratch: decode pieces' partial results (each decode sequence
-// holds one query token, so there are at most min(n_tokens, n_seqs)) and
-// one small region per parallel lane (kernels/cpu/attention.cpp).
+// Attention scratch: split decode pieces' partial results (each decode
+// sequence holds one query token, so there are at most min(n_tokens,
+// n_seqs)) and one region per parallel lane (kernels/cpu/attention.cpp).
 size_t attention_workspace_bytes(const AttentionParams& p, const AttentionWorkspaceBounds& b);
-// How many pieces paged_attention splits the context of each decode
+// How many units paged_attention splits the context of each decode
 // sequence (one query token) into, when the call holds n_decode of them and
-// runs on n_threads; for tests that must know the split path runs.
+// runs on n_threads: its 128-position pieces when the call's decodes are too
+// few to fill the threads, else 1. It changes who computes what, never a
+// result; for tests that must know the split path runs.
 int64_t attention_decode_pieces(const AttentionParams& p, int64_t n_decode, int64_t context, int n_threads);
 
 void embedding(const EmbeddingArgs& a, ParallelFor& pf);

@@ -3,7 +3,12 @@
 //               ISA's integer tiles (isa_kernels.h) run over the weights.
 //   f32:        our tiles below kOneDnnMinRows rows (decode is memory-bound,
 //               and small-m sgemm loses to its own packing), oneDNN's sgemm
-//               from there, one sequential call per parallel chunk.
+//               from there, one sequential call per parallel chunk; our tiles
+//               at every m under tile.batch_invariant (sgemm sums in another
+//               order, so a row's bits would depend on the step's row count).
+// Every tile computes each output as one whole-K dot in an order set by k
+// alone (the same for any x-row tile, any row count, any position), so apart
+// from sgemm a row's bits never depend on the other rows of the step.
 //   f16, bf16:  widened on the fly inside the tiles, FMA in f32.
 //   q4_K:       each 256-element super-block dequantized to the stack, then
 //               f32 dots; correct, not tuned.
@@ -150,11 +155,11 @@ size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k) {
   return 0;
 }
 
-std::string matmul_kernel_name(DType w_dtype, int64_t m) {
+std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant) {
   if (!matmul_supports(w_dtype)) return "unsupported";
   const std::string isa = detail::active_kernels().suffix;
   const std::string shape = m == 1 ? "gemv" : "gemm";
-  if (w_dtype == DType::f32 && m >= kOneDnnMinRows) return "f32_gemm__onednn";
+  if (w_dtype == DType::f32 && m >= kOneDnnMinRows && !batch_invariant) return "f32_gemm__onednn";
   if (w_dtype == DType::q4_K) return "q4_K_dequant_" + shape + "__" + isa;
   return std::string(name(w_dtype)) + "_" + shape + "__" + isa;
 }
@@ -169,7 +174,7 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
   const detail::IsaKernels& isa = detail::active_kernels();
   switch (a.w_dtype) {
     case DType::f32:
-      if (a.m >= kOneDnnMinRows && onednn_sgemm(a, pf)) return;
+      if (a.m >= kOneDnnMinRows && a.tile.batch_invariant == 0 && onednn_sgemm(a, pf)) return;
       return plain(a, pf, isa.f32_tile);
     case DType::f16: return plain(a, pf, isa.f16_tile);
     case DType::bf16: return plain(a, pf, isa.bf16_tile);

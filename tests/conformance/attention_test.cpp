@@ -4,6 +4,8 @@
 // sequence, the tiled path) and decode (one query token, the split path),
 // mixed in one call; the workspace stays within attention_workspace_bytes.
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -196,6 +198,86 @@ TEST_CASE("paged attention honours an explicit scale, and MHA (8/8) and MQA (8/1
   check(Scenario(p, {{33, 33}, {18, 1}}, rng));
   p.n_kv_heads = 1;
   check(Scenario(p, {{33, 4}, {18, 18}}, rng));
+}
+
+// Part of base's call, with base's pools: for each {sequence, first, count},
+// that sequence's query tokens [first, first + count) (indices into its
+// queries in base), with its block table.
+Scenario part_of(const Scenario& base, const std::vector<std::array<int32_t, 3>>& parts) {
+  Scenario s = base;
+  s.seqs.clear();
+  s.positions.clear();
+  s.query_start = {0};
+  s.seq_lens.clear();
+  s.block_tables.clear();
+  s.q.clear();
+  const int64_t q_width = (int64_t)base.p.n_heads * base.p.head_dim;
+  for (const auto& [seq, first, count] : parts) {
+    const int64_t t0 = base.query_start[(size_t)seq] + first;
+    for (int64_t t = t0; t < t0 + count; ++t) {
+      s.positions.push_back(base.positions[(size_t)t]);
+      s.q.insert(s.q.end(), base.q.begin() + t * q_width, base.q.begin() + (t + 1) * q_width);
+    }
+    s.query_start.push_back((int32_t)s.positions.size());
+    s.seq_lens.push_back(s.positions.back() + 1);
+    s.seqs.push_back({s.seq_lens.back(), count});
+    const auto row = base.block_tables.begin() + (int64_t)seq * base.max_blocks_per_seq;
+    s.block_tables.insert(s.block_tables.end(), row, row + base.max_blocks_per_seq);
+  }
+  s.n_tokens = (int64_t)s.positions.size();
+  return s;
+}
+
+// The attention output of sc on pf, with a workspace sized for pf's threads.
+std::vector<float> attend(const Scenario& sc, ParallelFor& pf) {
+  std::vector<float> out((size_t)(sc.n_tokens * sc.p.n_heads * sc.p.head_dim), -777.0f);
+  AlignedBuffer ws(cpu::attention_workspace_bytes(sc.p, {sc.n_tokens, (int64_t)sc.seqs.size(), max_context(sc), pf.num_threads()}));
+  cpu::paged_attention(sc.args(out.data(), ws.data()), pf);
+  return out;
+}
+
+// docs/backends.md, "Batch invariance": the CPU kernel cuts every context
+// into fixed 128-position pieces and merges them in order on every path, so
+// whether a decode is split over the threads or runs as one unit, and
+// whether a token is a decode or a row of a chunk, changes nothing.
+TEST_CASE("a token's attention bits do not depend on the threads, the call's other sequences, or its being a decode or a chunk row") {
+  Rng rng(209);
+  // Sequence 0 has 300 positions; its last 45 queries cross the 256-position piece boundary.
+  const Scenario base(gqa(32, 16), {{300, 45}, {700, 1}, {60, 9}, {1000, 1}, {130, 1}}, rng);
+  const int32_t watched = 45;
+  const int64_t width = (int64_t)base.p.n_heads * base.p.head_dim;
+  Rng order_rng(210);
+  ShuffledFor one(1, order_rng), wide(16, order_rng), wider(64, order_rng);
+  for (ParallelFor* pf : {&pool(), static_cast<ParallelFor*>(&one), static_cast<ParallelFor*>(&wide), static_cast<ParallelFor*>(&wider)}) {
+    CAPTURE(pf->num_threads());
+    for_each_isa([&](cpu::Isa) {
+      // The watched tokens as one chunk alone, on the pool (each ISA sums in its own order).
+      const std::vector<float> want = attend(part_of(base, {{0, 0, watched}}), pool());
+      struct Arrangement {
+        std::string what;
+        int32_t chunk;
+        std::vector<std::array<int32_t, 3>> before, after;
+      };
+      for (const Arrangement& a : {Arrangement{"decodes alone", 1, {}, {}},
+                                   Arrangement{"decodes beside a long decode", 1, {{3, 0, 1}}, {}},
+                                   Arrangement{"decodes beside three decodes and a chunk", 1, {{1, 0, 1}, {3, 0, 1}}, {{4, 0, 1}, {2, 0, 9}}},
+                                   Arrangement{"chunks of 7 beside a decode", 7, {{1, 0, 1}}, {}},
+                                   Arrangement{"one chunk beside decodes and a chunk", watched, {{1, 0, 1}, {2, 0, 9}}, {{3, 0, 1}}}}) {
+        CAPTURE(a.what);
+        for (int32_t t = 0; t < watched; t += a.chunk) {
+          const int32_t n = std::min(a.chunk, watched - t);
+          std::vector<std::array<int32_t, 3>> parts = a.before;
+          parts.push_back({0, t, n});
+          parts.insert(parts.end(), a.after.begin(), a.after.end());
+          const Scenario sc = part_of(base, parts);
+          const std::vector<float> got = attend(sc, *pf);
+          const int32_t at = sc.query_start[a.before.size()];
+          CAPTURE(t);
+          CHECK(std::memcmp(got.data() + at * width, want.data() + t * width, (size_t)(n * width) * sizeof(float)) == 0);
+        }
+      }
+    });
+  }
 }
 
 TEST_CASE("kv append writes every token's K and V rows to its mapped slot and nothing else") {

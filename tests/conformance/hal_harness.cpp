@@ -55,8 +55,7 @@ std::string unsupported_reason(Device& device, OpKind op, DType weight_dtype) {
   return k.supported ? std::string() : k.reason.empty() ? "unsupported" : k.reason;
 }
 
-Expected<CompiledOp> compile_op(Device& device, const OpCase& c) {
-  graph::GraphBuilder b("conformance");
+std::vector<graph::ValueId> add_inputs(graph::GraphBuilder& b, const OpCase& c) {
   std::vector<graph::ValueId> ins;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     const OpInput& in = c.inputs[i];
@@ -65,9 +64,20 @@ Expected<CompiledOp> compile_op(Device& device, const OpCase& c) {
     else if (in.kind == OpInput::pool) ins.push_back(b.kv_pool(name, in.desc));
     else ins.push_back(b.step_input(in.field, rows_of(in.field)));
   }
+  return ins;
+}
+
+Expected<CompiledOp> compile_op(Device& device, const OpCase& c) {
+  graph::GraphBuilder b("conformance");
+  const std::vector<graph::ValueId> ins = add_inputs(b, c);
   const auto outs = b.op_n(c.op, c.params, ins, std::string(name(c.op)));
   for (auto o : outs) b.mark_output(o);
   TS_ASSIGN_OR_RETURN(graph::Graph g, b.finish());
+  for (graph::Node& n : g.nodes) n.tile = c.tile;
+  return compile_graph(device, g, c);
+}
+
+Expected<CompiledOp> compile_graph(Device& device, const graph::Graph& g, const OpCase& c) {
   TS_ASSIGN_OR_RETURN(Plan plan, graph::lower(g, c.bucket));
 
   // Bind inputs by name: weights imported, pools allocated and filled.
@@ -110,6 +120,10 @@ StepArgs step_args(const OpCase& c) {
 
 Expected<std::vector<std::vector<std::byte>>> run_op(Device& device, const OpCase& c) {
   TS_ASSIGN_OR_RETURN(CompiledOp op, compile_op(device, c));
+  return run_compiled(op, c);
+}
+
+Expected<std::vector<std::vector<std::byte>>> run_compiled(CompiledOp& op, const OpCase& c) {
   Stream& stream = *op.stream;
   TS_TRY(stream.run(*op.exe, step_args(c)));
   TS_TRY(stream.synchronize());

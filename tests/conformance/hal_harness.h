@@ -11,6 +11,8 @@
 
 #include "core/hal/backend.h"
 #include "core/status.h"
+#include "graph/builder.h"
+#include "graph/ir.h"
 
 namespace tessera::testing {
 
@@ -29,6 +31,7 @@ struct OpCase {
   // The step: arrays the StepArgs point into.
   std::vector<int32_t> token_ids, positions, slot_mapping, query_start, seq_lens, block_tables, logit_rows;
   int32_t n_tokens = 1;
+  TileParams tile;  // the node's tile{...}, as the tiling pass would set it (batch_invariant included)
 };
 
 // The first output's bytes; for kv_append, the K pool then the V pool.
@@ -44,6 +47,13 @@ struct CompiledOp {
   std::unique_ptr<Stream> stream;
 };
 Expected<CompiledOp> compile_op(Device& device, const OpCase& c);
+// c.inputs declared in b (weights and KV pools named "in<i>"), in order.
+std::vector<graph::ValueId> add_inputs(graph::GraphBuilder& b, const OpCase& c);
+// The same for a graph of several nodes, built by the caller on add_inputs;
+// it is lowered for c.bucket.
+Expected<CompiledOp> compile_graph(Device& device, const graph::Graph& g, const OpCase& c);
+// Runs a compiled case once with c's step; its outputs as run_op's.
+Expected<std::vector<std::vector<std::byte>>> run_compiled(CompiledOp& op, const OpCase& c);
 // The case's step arrays as StepArgs (pointing into `c`).
 StepArgs step_args(const OpCase& c);
 

@@ -80,6 +80,24 @@ TEST_CASE("stories260K: the reference ids with tiles overridden to odd sizes") {
   }
 }
 
+TEST_CASE("stories260K: the reference ids with --batch-invariant, and tessera ir --batch-invariant marks the matmuls and attention") {
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  REQUIRE(!cases.empty());
+  for (const auto& c : cases) {
+    CAPTURE(c.prompt_ids);
+    CHECK(ids_of({"run", "-m", shared_path("models/stories260K.bin"), "--prompt-ids", c.prompt_ids, "--temp", "0", "-n", "200",
+                  "--print-ids", "--batch-invariant"}) == join_ids(c.full_ids));
+  }
+  const auto ir = run_tessera({"ir", "-m", shared_path("models/stories260K.bin"), "--batch-invariant"});
+  REQUIRE_MESSAGE(ir.exit_code == 0, ir.err);
+  for (const char* op : {"matmul_qkv(", "paged_attention("}) {
+    CAPTURE(op);
+    const size_t at = ir.out.find(op);
+    REQUIRE(at != std::string::npos);
+    CHECK(ir.out.substr(at, ir.out.find('\n', at) - at).find("batch_invariant=1") != std::string::npos);
+  }
+}
+
 TEST_CASE("an unknown pass is refused with one line naming the flag") {
   const auto r = run_tessera({"run", "-m", shared_path("models/stories260K.bin"), "--prompt-ids", "1", "--temp", "0", "-n", "4",
                               "--print-ids", "--passes", "default,fuse_everything"});

@@ -199,6 +199,33 @@ TEST_CASE("tile{...} in IR text parses only known fields within their ranges") {
   CHECK(bad_name.status().message().find("expected a tile field (weight_block_bytes,") != std::string::npos);
 }
 
+TEST_CASE("batch invariance marks every matmul tile{batch_invariant=1} beside its sizes, and the mark parses back") {
+  auto g = parse(kThreeMatmuls, "three.ir");
+  REQUIRE(g.has_value());
+  const DeviceInfo d = cpu_4_cores();
+  PassContext ctx;
+  ctx.device = &d;
+  ctx.batch_invariant = true;
+  REQUIRE(run_passes(*g, "tile", ctx).is_ok());
+  for (const Node& n : g->nodes)
+    if (n.op == OpKind::matmul) CHECK(n.tile.batch_invariant == 1);
+  const std::string text = print(*g);
+  CHECK(line_of(text, "small").find("batch_invariant=1} :") != std::string::npos);
+  auto back = parse(text, "printed.ir");
+  REQUIRE_MESSAGE(back.has_value(), back.status().message());
+  CHECK(print(*back) == text);
+  // Without it, no node is marked; --tile may mark one op kind by hand.
+  auto plain = tiled(&d);
+  REQUIRE(plain.has_value());
+  CHECK(plain->find("batch_invariant") == std::string::npos);
+  auto by_hand = tiled(&d, "matmul.batch_invariant=1");
+  REQUIRE(by_hand.has_value());
+  CHECK(line_of(*by_hand, "big").find("batch_invariant=1") != std::string::npos);
+  const auto two = parse_tile_overrides("matmul.batch_invariant=2");
+  REQUIRE(!two.has_value());
+  CHECK(two.status().message() == "--tile: 'matmul.batch_invariant=2': batch_invariant must be an integer in [0, 1] (flag), got '2'");
+}
+
 TEST_CASE("tiles of a node --place put on a second device of the backend come from that device's DeviceInfo") {
   // Oracle: the tiles each device gives the whole graph on its own.
   const DeviceInfo small = vulkan_small(), roofed = vulkan_roofed();

@@ -18,7 +18,7 @@ struct BenchFlags {
   int32_t prompt_tokens = 128, gen_tokens = 32;
   int32_t concurrency = 0, prefix_tokens = 0, long_prompt_tokens = 0;
   EngineFlags engine;
-  bool json = false, matmul_layouts = false;
+  bool json = false, matmul_layouts = false, batch_invariant = false;
 } f;
 
 void log_line(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
@@ -52,6 +52,7 @@ nlohmann::json to_json(const BenchReport& r) {
       {"activation_lower_bound_bytes", r.activation_lower_bound_bytes},
       {"model_build_s", r.model_build_s},
       {"passes", f.passes},
+      {"batch_invariant", f.batch_invariant},
   };
 }
 
@@ -119,6 +120,7 @@ BenchOptions model_options() {
   o.tile = f.tile;
   o.place = f.place;
   o.weight_layout = f.weight_layout;
+  o.batch_invariant = f.batch_invariant;
   return o;
 }
 
@@ -217,6 +219,8 @@ Subcommand add_bench(CLI::App& app) {
                 "with the engine: running streams' p99 inter-token latency as a prompt of L tokens arrives, chunked and not")
       ->check(CLI::Range(1, 1 << 20));
   f.engine.add(*s, false);
+  s->add_flag("--batch-invariant", f.batch_invariant,
+              "measure with the batch-invariant kernels (docs/backends.md, \"Batch invariance\")");
   s->add_flag("--json", f.json, "print one JSON object");
   s->add_flag("--matmul-layouts", f.matmul_layouts,
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");

@@ -13,7 +13,7 @@ namespace {
 
 struct IrFlags {
   std::string model, passes, tile, place, weight_layout = "auto", print_after, target = "cpu", parse_file;
-  bool print_after_all = false, time_passes = false, list_passes = false, strict = false;
+  bool print_after_all = false, time_passes = false, list_passes = false, strict = false, batch_invariant = false;
   int32_t ctx = 0, block_size = 16, memory_plan_rows = 0;
 } f;
 
@@ -34,6 +34,7 @@ int ir_main() {
   o.place = f.place;
   o.weight_layout = f.weight_layout;
   o.strict = f.strict;
+  o.batch_invariant = f.batch_invariant;
   o.ctx = f.ctx;
   o.block_size = f.block_size;
   o.print_after_all = f.print_after_all;
@@ -67,6 +68,7 @@ Subcommand add_ir(CLI::App& app) {
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... e.g. matmul.chunk_bytes=32768,*.tile_m=32");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, e.g. paged_attention=cpu");
   s->add_flag("--strict", f.strict, "placement refuses a node the target cannot run instead of putting it on the CPU");
+  s->add_flag("--batch-invariant", f.batch_invariant, "the tiling pass marks matmul and attention nodes tile{batch_invariant=1} (docs/backends.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s->add_option("--memory-plan", f.memory_plan_rows, "after the graph, print its arena plan at this many rows (T = R)");
   s->add_option("--ctx", f.ctx, "context length the KV pools and folded RoPE tables are sized for (default: the model's, at most 4096)");

@@ -14,6 +14,8 @@ void ModelFlags::add(CLI::App& s) {
                "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, DEVICE an id like cpu or vulkan:1 (docs/ir.md)");
   s.add_option("--weight-layout", weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
   s.add_flag("--strict", strict, "refuse to run nodes the backend lacks on the CPU instead");
+  s.add_flag("--batch-invariant", batch_invariant,
+             "kernels whose results for a sequence do not depend on what shares its steps (docs/backends.md, \"Batch invariance\")");
 }
 
 ModelOptions ModelFlags::options(const std::string& model, const std::string& tokenizer) const {
@@ -28,6 +30,7 @@ ModelOptions ModelFlags::options(const std::string& model, const std::string& to
   mo.tile = tile;
   mo.place = place;
   mo.weight_layout = weight_layout;
+  mo.batch_invariant = batch_invariant;
   return mo;
 }
 

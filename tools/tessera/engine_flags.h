@@ -17,6 +17,7 @@ struct ModelFlags {
   int device = 0;
   int32_t ctx = 0;
   bool strict = false;
+  bool batch_invariant = false;
   void add(CLI::App& app);
   ModelOptions options(const std::string& model, const std::string& tokenizer) const;
 };
