@@ -1,6 +1,7 @@
 #include "backends/cpu/cpu_roofs.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -30,7 +31,9 @@ constexpr uint64_t kHugePage = 2ull << 20;       // huge pages fault the buffer 
 constexpr int kFmaIters = 20000;                 // ~0.2-1 ms a run on one core
 
 // Keeps the loops' results observable.
-volatile uint64_t g_roof_sink = 0;
+// Results the timed loops feed so the compiler keeps them; atomic because
+// the read-bandwidth threads all add to it.
+std::atomic<uint64_t> g_roof_sink{0};
 
 // 8 independent 64-bit lanes so that only memory sets the pace.
 uint64_t read_scalar(const uint64_t* p, size_t words) {
@@ -63,7 +66,7 @@ __attribute__((target("avx512f"))) double fma_avx512(int iters) {
     for (int j = 0; j < 12; ++j) a[j] = _mm512_fmadd_ps(a[j], m, c);
   __m512 s = a[0];
   for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, a[j]);
-  g_roof_sink = g_roof_sink + (uint64_t)_mm512_reduce_add_ps(s);
+  g_roof_sink.fetch_add((uint64_t)_mm512_reduce_add_ps(s), std::memory_order_relaxed);
   return (double)iters * 12 * 16 * 2;
 }
 
@@ -77,7 +80,7 @@ __attribute__((target("avx2,fma"))) double fma_avx2(int iters) {
   for (int j = 1; j < 12; ++j) s = _mm256_add_ps(s, a[j]);
   alignas(32) float l[8];
   _mm256_store_ps(l, s);
-  g_roof_sink = g_roof_sink + (uint64_t)l[0];
+  g_roof_sink.fetch_add((uint64_t)l[0], std::memory_order_relaxed);
   return (double)iters * 12 * 8 * 2;
 }
 
@@ -90,7 +93,7 @@ __attribute__((target("avx512f,avx512vnni"))) double int8_vnni(int iters) {
     for (int j = 0; j < 12; ++j) a[j] = _mm512_dpbusd_epi32(a[j], u, v);
   __m512i s = a[0];
   for (int j = 1; j < 12; ++j) s = _mm512_add_epi32(s, a[j]);
-  g_roof_sink = g_roof_sink + (uint64_t)_mm512_reduce_add_epi32(s);
+  g_roof_sink.fetch_add((uint64_t)_mm512_reduce_add_epi32(s), std::memory_order_relaxed);
   return (double)iters * 12 * 64 * 2;
 }
 
@@ -103,7 +106,7 @@ __attribute__((target("avx2"))) double int8_avx2(int iters) {
     for (int j = 0; j < 8; ++j) a[j] = _mm256_add_epi32(a[j], _mm256_madd_epi16(_mm256_maddubs_epi16(u, v), one));
   __m256i s = a[0];
   for (int j = 1; j < 8; ++j) s = _mm256_add_epi32(s, a[j]);
-  g_roof_sink = g_roof_sink + (uint64_t)_mm256_extract_epi32(s, 0);
+  g_roof_sink.fetch_add((uint64_t)_mm256_extract_epi32(s, 0), std::memory_order_relaxed);
   return (double)iters * 8 * 32 * 2;
 }
 #endif
@@ -113,7 +116,7 @@ double fma_scalar(int iters) {
   for (int j = 0; j < 8; ++j) a[j] = 1.0f + 0.001f * (float)j;
   for (int i = 0; i < iters; ++i)
     for (int j = 0; j < 8; ++j) a[j] = a[j] * 0.999999f + 1e-7f;
-  g_roof_sink = g_roof_sink + (uint64_t)(a[0] + a[7]);
+  g_roof_sink.fetch_add((uint64_t)(a[0] + a[7]), std::memory_order_relaxed);
   return (double)iters * 8 * 2;
 }
 
@@ -180,11 +183,11 @@ double measure_read_GBps(int threads, uint64_t llc_bytes) {
   auto read = [&](int t) {
 #if defined(__x86_64__)
     if (avx2) {
-      g_roof_sink = g_roof_sink + read_avx2(buf + (size_t)t * per, per);
+      g_roof_sink.fetch_add(read_avx2(buf + (size_t)t * per, per), std::memory_order_relaxed);
       return;
     }
 #endif
-    g_roof_sink = g_roof_sink + read_scalar(buf + (size_t)t * per, per);
+    g_roof_sink.fetch_add(read_scalar(buf + (size_t)t * per, per), std::memory_order_relaxed);
   };
   double best = 0;
   for (int r = 0; r < kRuns; ++r) {

@@ -5,48 +5,11 @@
 // prompt chunks of 1, 7 and 64 tokens; on the CPU and on Vulkan.
 #include <doctest/doctest.h>
 
-#include "engine_fixture.h"
-#include "support/requirements.h"
-#include "support/vulkan_device.h"
+#include "engine/reference_runs.h"
 
 using namespace tessera;
 using namespace tessera::testing;
 
-namespace {
-
-struct ModelCases {
-  const char* model;
-  const char* tokenizer;
-  const char* file;
-  int32_t steps;
-};
-
-const ModelCases kModels[] = {
-    {"models/stories260K.bin", "", "reference/stories260K.greedy.txt", 200},
-    {"models/aidreams260K.bin", "models/aidreams260K.tok512.bin", "reference/aidreams260K.greedy.tsv", 128},
-    {"models/llama-2-tiny-random.gguf", "", "reference/llama-2-tiny-random.greedy.tsv", 64},
-};
-
-void run_all(EngineSetup base, void (*configure)(EngineSetup&), int64_t stagger, bool one_at_a_time = false,
-             int64_t* preemptions = nullptr) {
-  for (const ModelCases& m : kModels) {
-    CAPTURE(m.model);
-    EngineSetup s = base;
-    s.model = m.model;
-    s.tokenizer = m.tokenizer;
-    configure(s);
-    TestEngine t = open_test_engine(s);
-    const auto cases = reference_cases(m.file, m.steps, t.model.tokenizer.get());
-    if (one_at_a_time) {
-      for (const auto& c : cases) check_reference_cases(*t.engine, {c});
-    } else {
-      check_reference_cases(*t.engine, cases, stagger);
-    }
-    if (preemptions) *preemptions += t->metrics().preemptions;
-  }
-}
-
-}  // namespace
 
 TEST_CASE("engine: every reference case alone gives run.c's ids") {
   run_all({}, [](EngineSetup&) {}, 0, true);
@@ -105,17 +68,4 @@ TEST_CASE("engine: prompts that extend cached sequences (prefix hits inside gene
     const EngineMetrics em = t->metrics();
     CHECK(em.prefix_hit_tokens > 0);
   }
-}
-
-TEST_CASE("vulkan: engine reference cases, staggered, chunked and preempted, give run.c's ids" * needs(vulkan_tests())) {
-  EngineSetup base;
-  base.backend = "vulkan";
-  run_all(base, [](EngineSetup&) {}, 5);
-  int64_t preemptions = 0;
-  run_all(base, [](EngineSetup& s) {
-    s.ctx = 256;
-    s.kv_blocks = 24;
-    s.config.scheduler.max_prefill_chunk = 7;
-  }, 0, false, &preemptions);
-  CHECK(preemptions > 0);
 }

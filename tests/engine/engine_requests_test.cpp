@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cmath>
 
-#include "engine_fixture.h"
+#include "engine/engine_fixture.h"
 
 using namespace tessera;
 using namespace tessera::testing;

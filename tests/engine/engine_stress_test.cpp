@@ -10,7 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "engine_fixture.h"
+#include "engine/engine_fixture.h"
 #include "support/random.h"
 
 using namespace tessera;
