@@ -92,7 +92,6 @@ int run_main() {
   if (!opened) return fail(opened.status());
   Engine& e = **opened;
   for (const auto& note : e.placement_notes()) std::fprintf(stderr, "tessera: %s\n", note.c_str());
-  if (many) std::fprintf(stderr, "tessera: %s\n", e.memory_summary().c_str());
 
   if (!f.prompt_ids_file.empty() || !f.prompts_file.empty()) {
     auto p = read_prompts(!f.prompt_ids_file.empty() ? f.prompt_ids_file : f.prompts_file, !f.prompt_ids_file.empty(), e);
@@ -129,6 +128,8 @@ int run_main() {
     std::fprintf(stderr, "tessera: -n %d: using the context length %d\n", steps, ctx);
     steps = ctx;
   }
+
+  std::fprintf(stderr, "tessera: %s\n", e.memory_summary().c_str());
 
   // -n counts forward passes, prompt included: a prompt of P tokens leaves
   // steps - P + 1 tokens to sample; one longer than -n is cut after -n
