@@ -74,7 +74,7 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   const uint64_t bytes_per_block = 2ull * (uint64_t)c.n_layers * (uint64_t)o.block_size * (uint64_t)c.kv_dim() * sizeof(float);
   uint64_t budget = o.kv_cache_bytes;
   if (budget == 0 && o.kv_memory_fraction != 0) {
-    const uint64_t cap = (uint64_t)o.max_seqs * (uint64_t)blocks_per_seq * bytes_per_block;
+    const uint64_t cap = 2ull * (uint64_t)o.max_seqs * (uint64_t)blocks_per_seq * bytes_per_block;
     TS_ASSIGN_OR_RETURN(const KvBudget b, kv_budget_for(*r->devices_[0].device, r->weights_->total_bytes(), o.kv_memory_fraction, cap));
     budget = b.bytes;
     if (budget == 0 && b.free_bytes > 0)

@@ -44,7 +44,8 @@ struct RunnerOptions {
   uint64_t kv_cache_bytes = 0;
   // With kv_cache_bytes 0: when > 0, the budget is this fraction of the
   // device's free memory after the weights it must hold (kv_budget_for),
-  // capped at max_seqs whole-context sequences; -1: the device kind's
+  // capped at 2 x max_seqs whole-context sequences (a full batch, and as
+  // much again for the prefix cache to keep); -1: the device kind's
   // default fraction (kDefaultKvFraction*); 0: max_seqs of them.
   double kv_memory_fraction = 0;
   // A discrete GPU's memory is the cache's to take; a CPU's (or an

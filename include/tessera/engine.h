@@ -33,8 +33,9 @@ struct EngineOptions {
   int32_t max_num_batched_tokens = 256;  // tokens one step may carry (>= max_num_seqs)
   int32_t max_prefill_chunk = 0;         // tokens of one prompt per step; 0: max_num_batched_tokens
   // K/V pools over every layer, in bytes; 0: kv_memory_fraction of the
-  // device's free memory after the weights, capped at what max_num_seqs
-  // whole-context sequences need (docs/serving.md).
+  // device's free memory after the weights, capped at what 2 x max_num_seqs
+  // whole-context sequences need: a full batch, and as much again for the
+  // prefix cache (docs/serving.md).
   uint64_t kv_cache_memory = 0;
   double kv_memory_fraction = 0;  // 0: 0.9 on a GPU, 0.5 on the CPU
   bool prefix_caching = true;

@@ -235,9 +235,11 @@ TEST_CASE("vulkan: staged copies, portable shaders and chunked weight bindings e
     const std::string key = kv.substr(0, kv.find('='));
     setenv(key.c_str(), kv.substr(kv.find('=') + 1).c_str(), 1);
     // Every bucket compiles at open, so the largest step's logits must fit the
-    // lowered binding range too: 32 tokens x 512 floats is 65536 bytes.
+    // lowered binding range too: 32 tokens x 512 floats is 65536 bytes. A KV
+    // pool is bound whole: one layer's K (or V) for one 256-token context is
+    // 65536 bytes, so the cache holds one context (5 layers x K and V).
     const auto ids = run_ids({"-m", shared_path("models/stories260K.bin"), "--prompt-ids", cases[4].prompt_ids, "--temp", "0", "-n", "200",
-                              "--max-prefill", "32"});
+                              "--max-prefill", "32", "--kv-cache-memory", "655360"});
     unsetenv(key.c_str());
     CHECK(join_ids(ids) == join_ids(cases[4].full_ids));
   }
