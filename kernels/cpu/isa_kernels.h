@@ -18,6 +18,10 @@ namespace tessera::kernels::cpu::detail {
 //                          c = qx_correction(w_dtype); it turns an unsigned x
 //                          signed dot (VNNI's dpbusd) on offset weights exact
 //   float   d[nb]          the scale, kept in f32 (ggml rounds it to f16)
+// For q8_0 weights the avx512_vnni family folds corr to its tile's lanes,
+// int32_t corr[nb * 4], lane j = lanes j + (j + 4) of the above (that tile's
+// lane j takes bytes 4j..4j+3 and 16+4j..19+4j), so that 4 x rows (52 bytes
+// a block each) sit in L1 beside the weights.
 // For q4_0 weights the avx512_vnni family uses a pair layout instead, so
 // that one dpbusd serves half of two blocks (a q4_0 block is 16 bytes):
 // per pair p of blocks (2p, 2p+1; a missing last partner is all zero)

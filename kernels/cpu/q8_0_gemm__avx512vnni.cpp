@@ -63,58 +63,86 @@ void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byt
   for (int64_t b = 0; b < nb; ++b) {
     const __m256i q = quantize_block(x + b * kQK8_0, ds + b);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQK8_0), q);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + b * 8), _mm256_mullo_epi32(lane_sums(q), neg_c));
+    // Lanes c0..c7 (4 codes each) folded to the tile's lanes (isa_kernels.h):
+    // lane j takes bytes 4j..4j+3 and 16+4j..19+4j, so c_j + c_(j+4).
+    const __m256i c = _mm256_mullo_epi32(lane_sums(q), neg_c);
+    const __m128i folded = _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(corr + b * 4), folded);
   }
 }
 
 namespace {
 
-// MR x rows against NR weight rows over all k; acc[i][r] holds 8 partial sums.
-template <int MR, int NR>
-void q8_0_tile(const std::byte* x, int64_t xs, const QWeightRows& w, int64_t nb, float* y, int64_t ldy) {
-  BlockRow<BlockQ8_0> wr[NR];
-  block_rows(w, wr);
-  const int8_t* xq[MR];
-  const int32_t* xc[MR];
-  const float* xd[MR];
-  for (int i = 0; i < MR; ++i) {
-    xq[i] = qx_qs(x + i * xs);
-    xc[i] = qx_corr(x + i * xs, nb);
-    xd[i] = qx_d(x + i * xs, nb);
-  }
-  __m256 acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();
-  const __m256i flip = _mm256_set1_epi8((char)0x80);
-  // The next NR rows start NR rows' bytes on, in either layout.
-  const char* next_span = reinterpret_cast<const char*>(w.base) + NR * nb * (int64_t)sizeof(BlockQ8_0);
-  for (int64_t b = 0; b < nb; ++b) {
-    if constexpr (NR == 4) prefetch_next_span<NR * sizeof(BlockQ8_0)>(next_span + b * NR * (int64_t)sizeof(BlockQ8_0));
-    __m256i wq[NR];
-    for (int r = 0; r < NR; ++r) {
-      wq[r] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[r][b].qs)), flip);
-    }
-    for (int i = 0; i < MR; ++i) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQK8_0));
-      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xc[i] + b * 8));
-      __m256 scale[NR];
-      block_scales<NR>(wr, b, xd[i][b], scale);
-      for (int r = 0; r < NR; ++r) {
-        const __m256 dot = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(c, wq[r], q));
-        acc[i][r] = _mm256_fmadd_ps(dot, scale[r], acc[i][r]);
-      }
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < NR; ++r) y[i * ldy + r] = hsum256(acc[i][r]);
+// T at byte offset off from p.
+template <typename T>
+inline const T* at(const void* p, int64_t off) {
+  return reinterpret_cast<const T*>(reinterpret_cast<const char*>(p) + off);
 }
 
-template <int NR>
-void q8_0_rows(const std::byte* x, int64_t xs, int mr, const QWeightRows& w, int64_t nb, float* y, int64_t ldy) {
-  int i = 0;
-  for (; i + 4 <= mr; i += 4) q8_0_tile<4, NR>(x + i * xs, xs, w, nb, y + i * ldy, ldy);
-  for (; i + 2 <= mr; i += 2) q8_0_tile<2, NR>(x + i * xs, xs, w, nb, y + i * ldy, ldy);
-  for (; i < mr; ++i) q8_0_tile<1, NR>(x + i * xs, xs, w, nb, y + i * ldy, ldy);
+// The f16 scales of four weight rows' blocks, each 4 times, as f32.
+inline __m512 scale_quads(const BlockQ8_0* b0, const int64_t* row_off) {
+  // One f16 times 0x0001000100010001 is that f16 in all four 16-bit slots.
+  const uint64_t rep = 0x0001000100010001u;
+  const long long d0 = (long long)(b0->d * rep), d1 = (long long)(at<BlockQ8_0>(b0, row_off[1])->d * rep);
+  const long long d2 = (long long)(at<BlockQ8_0>(b0, row_off[2])->d * rep);
+  const long long d3 = (long long)(at<BlockQ8_0>(b0, row_off[3])->d * rep);
+  return _mm512_cvtph_ps(_mm256_set_epi64x(d3, d2, d1, d0));
+}
+
+// MR x rows against 4 weight rows over all k, in 512-bit lanes. Per block
+// the 4 weight rows are regrouped by 16-byte halves, W_lo = [w0[0..15],
+// w1[0..15], w2[0..15], w3[0..15]] and W_hi the same for bytes 16..31, so
+// one dpbusd against x's matching 16 bytes, broadcast to the four 128-bit
+// lanes, serves all 4 rows: lanes 4r..4r+3 of acc[i] take row r (lane 4r+j
+// bytes 4j..4j+3 and 16+4j..19+4j), exact in int32 from the quantizer's
+// folded correction, and are scaled once per block. The regrouping is paid
+// once per block for up to 4 x rows; each x row then costs 2 dpbusd, one
+// convert and one multiply-add per block where per-row dots took 4 of each.
+// Every output takes the same steps whatever MR, and a tail tile (nr < 4)
+// repeats row 0 into its empty slots, so a row's bits depend neither on m
+// nor on n nor on its position. The loop walks one pointer per array (x's
+// codes, corrections and scales, the weights) and reaches the other rows at
+// fixed offsets: 16 row pointers would not fit the general registers.
+template <int MR>
+void q8_0_tile(const std::byte* x, int64_t xs, const QWeightRows& w, int nr, int64_t nb, float* y, int64_t ldy) {
+  int64_t row_off[4];
+  for (int r = 0; r < 4; ++r) row_off[r] = (r < nr ? r : 0) * w.row_stride;
+  const int8_t* xq = qx_qs(x);
+  const int32_t* xc = qx_corr(x, nb);
+  const float* xd = qx_d(x, nb);
+  const std::byte* wb = w.base;
+  const int64_t wstep = w.block_stride;
+  __m512 acc[MR];
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512i flip = _mm512_set1_epi8((char)0x80);
+  const __m512i lo_idx = _mm512_set_epi64(13, 12, 9, 8, 5, 4, 1, 0);
+  const __m512i hi_idx = _mm512_set_epi64(15, 14, 11, 10, 7, 6, 3, 2);
+  // The next 4 rows start 4 rows' bytes on, in either layout.
+  const char* next_span = reinterpret_cast<const char*>(w.base) + 4 * nb * (int64_t)sizeof(BlockQ8_0);
+  for (int64_t b = 0; b < nb; ++b, wb += wstep, xq += kQK8_0, xc += 4, ++xd, next_span += 4 * sizeof(BlockQ8_0)) {
+    prefetch_next_span<4 * sizeof(BlockQ8_0)>(next_span);
+    const auto* b0 = reinterpret_cast<const BlockQ8_0*>(wb);
+    const __m512i w01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0->qs))),
+                                           _mm256_loadu_si256(at<__m256i>(b0->qs, row_off[1])), 1);
+    const __m512i w23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(at<__m256i>(b0->qs, row_off[2]))),
+                                           _mm256_loadu_si256(at<__m256i>(b0->qs, row_off[3])), 1);
+    const __m512i wlo = _mm512_xor_si512(_mm512_permutex2var_epi64(w01, lo_idx, w23), flip);
+    const __m512i whi = _mm512_xor_si512(_mm512_permutex2var_epi64(w01, hi_idx, w23), flip);
+    const __m512 sw = scale_quads(b0, row_off);
+    for (int i = 0; i < MR; ++i) {
+      const int8_t* q = at<int8_t>(xq, i * xs);
+      __m512i dot = _mm512_broadcast_i32x4(_mm_loadu_si128(at<__m128i>(xc, i * xs)));
+      dot = _mm512_dpbusd_epi32(dot, wlo, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+      dot = _mm512_dpbusd_epi32(dot, whi, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16))));
+      const __m512 scale = _mm512_mul_ps(sw, _mm512_set1_ps(*at<float>(xd, i * xs)));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[i]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[i]);
+    for (int r = 0; r < nr; ++r) y[i * ldy + r] = (lanes[4 * r] + lanes[4 * r + 1]) + (lanes[4 * r + 2] + lanes[4 * r + 3]);
+  }
 }
 
 }  // namespace
@@ -122,8 +150,10 @@ void q8_0_rows(const std::byte* x, int64_t xs, int mr, const QWeightRows& w, int
 void q8_0_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr,
                            int64_t k, float* y, int64_t ldy) {
   const int64_t nb = k / kQK8_0;
-  if (nr == 4) return q8_0_rows<4>(x, x_stride, mr, w, nb, y, ldy);
-  for (int r = 0; r < nr; ++r) q8_0_rows<1>(x, x_stride, mr, weight_row(w, r), nb, y + r, ldy);
+  int i = 0;
+  for (; i + 4 <= mr; i += 4) q8_0_tile<4>(x + i * x_stride, x_stride, w, nr, nb, y + i * ldy, ldy);
+  for (; i + 2 <= mr; i += 2) q8_0_tile<2>(x + i * x_stride, x_stride, w, nr, nb, y + i * ldy, ldy);
+  for (; i < mr; ++i) q8_0_tile<1>(x + i * x_stride, x_stride, w, nr, nb, y + i * ldy, ldy);
 }
 
 }  // namespace tessera::kernels::cpu::detail
