@@ -42,7 +42,7 @@ std::vector<std::string> bench_serve(std::vector<std::string> extra) {
 
 }  // namespace
 
-TEST_CASE("bench serve: every request completes with its output length; goodput counts the requests within the targets") {
+TEST_CASE("bench serve: every request completes with its output length, and goodput counts the requests within the targets") {
   for (const char* schedule : {"fcfs", "slo"}) {
     CAPTURE(schedule);
     const std::string plot = temp_dir() + "/cdf_" + schedule + ".svg";
@@ -72,7 +72,7 @@ TEST_CASE("bench serve: every request completes with its output length; goodput 
   }
 }
 
-TEST_CASE("bench serve: a target no request can meet gives goodput 0; the text report names every figure") {
+TEST_CASE("bench serve: a target no request can meet gives goodput 0, and the text report names every figure") {
   const auto r = run_tessera(bench_serve({"--num-prompts", "4", "--input-len", "6", "--output-len", "3", "--goodput", "ttft:0.001"}));
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   const auto j = nlohmann::json::parse(r.out);
