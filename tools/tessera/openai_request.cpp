@@ -257,7 +257,8 @@ Expected<ParsedRequest> parse_openai_request(Endpoint endpoint, const std::strin
     const json* v = field(body, name);
     if (!v) continue;
     if (!v->is_number_integer()) return expected(name, "an integer", *v);
-    if (v->is_number_unsigned() ? v->get<uint64_t>() > (uint64_t)max_tokens_cap : (v->get<int64_t>() < 1 || v->get<int64_t>() > max_tokens_cap))
+    const bool huge = v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t)max_tokens_cap;
+    if (huge || v->get<int64_t>() < 1 || v->get<int64_t>() > max_tokens_cap)
       return refuse(name, "must be in [1, " + std::to_string(max_tokens_cap) + "], got " + v->dump());
     q.max_tokens = v->get<int32_t>();
     r.max_tokens_given = true;
