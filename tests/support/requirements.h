@@ -54,4 +54,11 @@ inline const Requirement& node_oracle() {
   return r;
 }
 
+// The server tests that check raw SSE framing run curl.
+inline const Requirement& curl_tool() {
+  static const Requirement r = announce(
+      {"the cases that need curl", std::system("command -v curl >/dev/null 2>&1") == 0 ? "" : "no `curl` on PATH (install curl)"});
+  return r;
+}
+
 }  // namespace tessera::testing
