@@ -82,6 +82,11 @@ class ServerProcess {
   std::string stderr_text() const { return read_file(err_path_); }
   bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
 
+  // SIGTERM without waiting: the server drains (stop() then gives its exit code).
+  void terminate() {
+    if (pid_ > 0) kill(pid_, SIGTERM);
+  }
+
   // SIGTERM, then its exit code (-1 when it had to be killed after `wait`).
   int stop(std::chrono::seconds wait = std::chrono::seconds(30)) {
     if (pid_ <= 0) return exit_code_;

@@ -1,0 +1,78 @@
+// SIGTERM: the server stops taking work (/health 503), lets running
+// streams end until --shutdown-timeout, cancels the rest, and exits 0.
+#include <doctest/doctest.h>
+
+#include <atomic>
+
+#include "server/server_process.h"
+
+using namespace tessera::testing;
+
+namespace {
+
+// A stream read slowly, so that it is still being written when the signal comes.
+struct SlowStream {
+  std::atomic<bool> started{false};
+  std::string body;
+  bool ok = false;
+  std::thread thread;
+  SlowStream(const ServerProcess& server, int max_tokens) {
+    thread = std::thread([this, &server, max_tokens] {
+      auto c = server.client();
+      httplib::Request req;
+      req.method = "POST";
+      req.path = "/v1/completions";
+      req.body = json{{"prompt", {1}}, {"max_tokens", max_tokens}, {"temperature", 0}, {"stream", true}}.dump();
+      req.set_header("Content-Type", "application/json");
+      int pieces = 0;
+      req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+        body.append(d, n);
+        if (pieces++ == 0) {
+          started = true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        }
+        return true;
+      };
+      auto r = c.send(req);
+      ok = r && r->status == 200;
+    });
+    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("server: on SIGTERM it refuses new work, finishes the running stream and exits 0") {
+  ServerProcess server({"-m", model_path("stories260K.bin"), "--shutdown-timeout", "20"});
+  SlowStream s(server, 200);
+  server.terminate();
+  // Draining: still listening, but not ready.
+  auto c = server.client();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto h = c.Get("/health");
+  REQUIRE(h);
+  CHECK(h->status == 503);
+  auto refused = post_json(c, "/v1/completions", R"({"prompt": [1], "max_tokens": 2})");
+  CHECK(refused.status == 503);
+  s.thread.join();
+  CHECK(s.ok);
+  const auto chunks = stream_chunks(s.body);
+  REQUIRE(!chunks.empty());
+  CHECK(chunks.back()["choices"][0]["finish_reason"] == "length");
+  CHECK(chunks.size() == 200);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("server: streams still running at --shutdown-timeout end well-formed and the server exits 0") {
+  ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf"), "--shutdown-timeout", "0.2"});
+  SlowStream s(server, 4000);
+  server.terminate();
+  s.thread.join();
+  CHECK(s.ok);
+  const auto chunks = stream_chunks(s.body);  // [DONE] last
+  REQUIRE(!chunks.empty());
+  const json& last = chunks.back()["choices"][0];
+  // Cancelled ("abort"), unless the model was quicker than the deadline.
+  CHECK((last["finish_reason"] == "abort" || last["finish_reason"] == "length"));
+  CHECK(server.stop() == 0);
+}
