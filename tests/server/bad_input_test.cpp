@@ -27,7 +27,7 @@ void check_still_serving(httplib::Client& c) {
 
 }  // namespace
 
-TEST_CASE("server: malformed and mistyped bodies are refused with 400 naming the field, and the server keeps serving") {
+TEST_CASE("malformed and mistyped bodies are refused with 400 naming the field, and the server keeps serving") {
   ServerProcess server({"-m", model_path("stories260K.bin"), "--max-n", "4"});
   auto c = server.client();
   struct Case {
@@ -84,7 +84,7 @@ TEST_CASE("server: malformed and mistyped bodies are refused with 400 naming the
   check_still_serving(c);
 }
 
-TEST_CASE("server: invalid UTF-8, unknown fields, unknown routes and models, oversized bodies") {
+TEST_CASE("invalid UTF-8, unknown fields, unknown routes and models, oversized bodies") {
   ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf"), "--max-body-bytes", "4096"});
   auto c = server.client();
   // Invalid UTF-8 inside a JSON string: the parser refuses it.
@@ -125,7 +125,7 @@ TEST_CASE("server: invalid UTF-8, unknown fields, unknown routes and models, ove
   CHECK(after.status == 200);
 }
 
-TEST_CASE("server: with --api-key, /v1 routes need 'Authorization: Bearer KEY'; /health and /metrics stay open") {
+TEST_CASE("with --api-key, /v1 routes need 'Authorization: Bearer KEY', and /health and /metrics stay open") {
   ServerProcess server({"-m", model_path("stories260K.bin"), "--api-key", "sekrit-key"});
   auto c = server.client();
   const std::string body = R"({"prompt": [1, 2], "max_tokens": 2})";
@@ -142,7 +142,7 @@ TEST_CASE("server: with --api-key, /v1 routes need 'Authorization: Bearer KEY'; 
   CHECK(c.Get("/metrics")->status == 200);
 }
 
-TEST_CASE("server: /v1/models names the served model; /health is 200 once loaded") {
+TEST_CASE("/v1/models names the served model and /health is 200 once loaded") {
   ServerProcess server({"-m", model_path("stories260K.bin"), "--served-model-name", "tiny-stories"});
   auto c = server.client();
   auto m = c.Get("/v1/models");
@@ -158,7 +158,7 @@ TEST_CASE("server: /v1/models names the served model; /health is 200 once loaded
   check_error(post_json(c, "/v1/completions", R"({"model": "stories260K.bin", "prompt": [1]})"), 404, "model");
 }
 
-TEST_CASE("server: requests beyond the running batch and --max-waiting-requests are refused with 429") {
+TEST_CASE("requests beyond the running batch and --max-waiting-requests are refused with 429") {
   ServerProcess server({"-m", model_path("stories260K.bin"), "--max-num-seqs", "1", "--max-waiting-requests", "0"});
   auto c = server.client();
   // One long stream holds the only slot; a second request meanwhile is refused.

@@ -41,7 +41,7 @@ Streamed read_stream(const std::string& body) {
 
 }  // namespace
 
-TEST_CASE("server: greedy completions of token-id prompts equal run.c's stories260K ids, streamed and not") {
+TEST_CASE("greedy completions of token-id prompts equal run.c's stories260K ids, streamed and not") {
   ServerProcess server({"-m", model_path("stories260K.bin")});
   auto c = server.client();
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
@@ -76,7 +76,7 @@ TEST_CASE("server: greedy completions of token-id prompts equal run.c's stories2
   }
 }
 
-TEST_CASE("server: greedy completions of text prompts equal run.c's llama-2-tiny-random ids and text") {
+TEST_CASE("greedy completions of text prompts equal run.c's llama-2-tiny-random ids and text") {
   ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf")});
   auto c = server.client();
   const auto cases = read_text_cases(shared_path("reference/llama-2-tiny-random.greedy.tsv"));
@@ -113,7 +113,7 @@ TEST_CASE("server: greedy completions of text prompts equal run.c's llama-2-tiny
   }
 }
 
-TEST_CASE("server: n > 1 and several prompts give one choice each, indexed prompt-major, and usage adds up") {
+TEST_CASE("n > 1 and several prompts give one choice each, indexed prompt-major, and usage adds up") {
   ServerProcess server({"-m", model_path("stories260K.bin")});
   auto c = server.client();
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
@@ -156,7 +156,7 @@ TEST_CASE("server: n > 1 and several prompts give one choice each, indexed promp
   }
 }
 
-TEST_CASE("server: a stop string ends the text before it, with finish_reason stop") {
+TEST_CASE("a stop string ends the text before it, with finish_reason stop") {
   ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf")});
   auto c = server.client();
   json body = {{"prompt", "Hello world"}, {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true}};
@@ -190,7 +190,7 @@ TEST_CASE("server: a stop string ends the text before it, with finish_reason sto
   CHECK(one.body["choices"][0]["text"] == before);
 }
 
-TEST_CASE("server: logprobs are log-probabilities of the chosen tokens, the greedy one the most probable") {
+TEST_CASE("logprobs are log-probabilities of the chosen tokens, the greedy one the most probable") {
   ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf")});
   auto c = server.client();
   json body = {{"prompt", "Hello world"}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 3}, {"return_token_ids", true}};
@@ -228,7 +228,7 @@ TEST_CASE("server: logprobs are log-probabilities of the chosen tokens, the gree
   for (size_t i = 0; i < 6; ++i) CHECK(streamed[i] == doctest::Approx(lp["token_logprobs"][i].get<double>()));
 }
 
-TEST_CASE("server: echo puts the prompt's text before the completion") {
+TEST_CASE("echo puts the prompt's text before the completion") {
   ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf")});
   auto c = server.client();
   auto plain = post_json(c, "/v1/completions", json{{"prompt", "Hello world"}, {"max_tokens", 4}, {"temperature", 0}}.dump());

@@ -11,7 +11,7 @@
 
 using namespace tessera::testing;
 
-TEST_CASE("server: concurrent streaming clients with random disconnects leave no errors and the KV cache empty") {
+TEST_CASE("concurrent streaming clients with random disconnects leave no errors and the KV cache empty") {
   ServerProcess server({"-m", model_path("stories260K.bin"), "--max-num-seqs", "8"});
   const int clients = 16, requests_each = 6;
   std::atomic<int> server_errors{0}, completed{0}, disconnected{0}, whole{0}, bad_streams{0};

@@ -7,7 +7,7 @@
 
 using namespace tessera::testing;
 
-TEST_CASE("server: /metrics counts the prompt and generated tokens and finish reasons of the requests sent") {
+TEST_CASE("/metrics counts the prompt and generated tokens and finish reasons of the requests sent") {
   ServerProcess server({"-m", model_path("stories260K.bin")});
   auto c = server.client();
   auto raw = c.Get("/metrics");

@@ -10,7 +10,7 @@
 
 using namespace tessera::testing;
 
-TEST_CASE("server: the openai npm client reads run.c's greedy completion whole and streamed, and its errors" * needs(node_oracle())) {
+TEST_CASE("the openai npm client reads run.c's greedy completion whole and streamed, and its errors" * needs(node_oracle())) {
   const std::string oracle = std::string(TESSERA_SOURCE_DIR) + "/tests/oracle";
   REQUIRE_MESSAGE(std::filesystem::is_directory(oracle + "/node_modules/openai"),
                   "tests/oracle/node_modules/openai is missing: run `npm ci` in tests/oracle (tools/quickstart.sh test does it)");

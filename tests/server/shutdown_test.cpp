@@ -42,7 +42,7 @@ struct SlowStream {
 
 }  // namespace
 
-TEST_CASE("server: on SIGTERM it refuses new work, finishes the running stream and exits 0") {
+TEST_CASE("on SIGTERM it refuses new work, finishes the running stream and exits 0") {
   ServerProcess server({"-m", model_path("stories260K.bin"), "--shutdown-timeout", "20"});
   SlowStream s(server, 200);
   server.terminate();
@@ -63,7 +63,7 @@ TEST_CASE("server: on SIGTERM it refuses new work, finishes the running stream a
   CHECK(server.stop() == 0);
 }
 
-TEST_CASE("server: streams still running at --shutdown-timeout end well-formed and the server exits 0") {
+TEST_CASE("streams still running at --shutdown-timeout end well-formed and the server exits 0") {
   ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf"), "--shutdown-timeout", "0.2"});
   SlowStream s(server, 4000);
   server.terminate();

@@ -7,7 +7,7 @@
 
 using namespace tessera::testing;
 
-TEST_CASE("server: curl -N sees SSE framing, one event per token and data: [DONE] last" * needs(curl_tool())) {
+TEST_CASE("curl -N sees SSE framing, one event per token and data: [DONE] last" * needs(curl_tool())) {
   ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf")});
   const std::string dir = temp_dir();
   const std::string headers = dir + "/sse_headers.txt", body = dir + "/sse_body.txt";
@@ -37,7 +37,7 @@ TEST_CASE("server: curl -N sees SSE framing, one event per token and data: [DONE
   }
 }
 
-TEST_CASE("server: a stream's errors before it starts are plain JSON with their status" * needs(curl_tool())) {
+TEST_CASE("a stream's errors before it starts are plain JSON with their status" * needs(curl_tool())) {
   ServerProcess server({"-m", model_path("stories260K.bin")});
   const std::string out = temp_dir() + "/sse_err.txt";
   const std::string cmd = "curl -sS -N -o " + shell_quote(out) + " -w '%{http_code}' -d '{\"prompt\": [1], \"stream\": true, \"n\": 0}' " +
