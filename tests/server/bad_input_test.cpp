@@ -142,8 +142,8 @@ TEST_CASE("with --api-key, /v1 routes need 'Authorization: Bearer KEY', and /hea
   CHECK(c.Get("/metrics")->status == 200);
 }
 
-TEST_CASE("/v1/models names the served model and /health is 200 once loaded") {
-  ServerProcess server({"-m", model_path("stories260K.bin"), "--served-model-name", "tiny-stories"});
+TEST_CASE("/v1/models names the served model, /health is 200 once loaded, and --max-tokens-limit bounds max_tokens") {
+  ServerProcess server({"-m", model_path("stories260K.bin"), "--served-model-name", "tiny-stories", "--max-tokens-limit", "8"});
   auto c = server.client();
   auto m = c.Get("/v1/models");
   REQUIRE(m);
@@ -156,6 +156,9 @@ TEST_CASE("/v1/models names the served model and /health is 200 once loaded") {
   CHECK(r.status == 200);
   CHECK(r.body["model"] == "tiny-stories");
   check_error(post_json(c, "/v1/completions", R"({"model": "stories260K.bin", "prompt": [1]})"), 404, "model");
+  // --max-tokens-limit bounds max_tokens.
+  check_error(post_json(c, "/v1/completions", R"({"prompt": [1], "max_tokens": 9})"), 400, "max_tokens");
+  CHECK(post_json(c, "/v1/completions", R"({"prompt": [1], "max_tokens": 8})").status == 200);
 }
 
 TEST_CASE("requests beyond the running batch and --max-waiting-requests are refused with 429") {
