@@ -53,9 +53,18 @@ TEST_CASE("/metrics counts the prompt and generated tokens and finish reasons of
   for (const auto& [p, m, n, stream] : sent) gaps += m - 1;
   CHECK(after.at("tessera:inter_token_latency_seconds_count") == gaps);
   CHECK(after.at("tessera:prefix_cache_queries_total") >= prompt_tokens - 4);  // the engine looks up whole blocks of prompts
-  CHECK(after.at("tessera:num_requests_running") == 0);
-  CHECK(after.at("tessera:num_requests_waiting") == 0);
-  CHECK(after.at("tessera:kv_cache_usage_perc") == 0);
   CHECK(after.count("tessera:num_preemptions_total"));
+  // The gauges are the engine's state when scraped: it releases a finished
+  // request's sequences and blocks at the end of the step that finished it,
+  // which may be just after the response went out.
+  auto settled = after;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (settled.at("tessera:num_requests_running") != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    settled = scrape(c);
+  }
+  CHECK(settled.at("tessera:num_requests_running") == 0);
+  CHECK(settled.at("tessera:num_requests_waiting") == 0);
+  CHECK(settled.at("tessera:kv_cache_usage_perc") == 0);
   CHECK(after.count("tessera:prefix_cache_hits_total"));
 }
