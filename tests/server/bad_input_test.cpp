@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "server/server_process.h"
+#include "support/random.h"
 
 using namespace tessera::testing;
 
@@ -189,4 +190,48 @@ TEST_CASE("requests beyond the running batch and --max-waiting-requests are refu
   check_error(post_json(c, "/v1/completions", R"({"prompt": [1, 2], "max_tokens": 2})"), 429);
   holder.join();
   CHECK(post_json(c, "/v1/completions", R"({"prompt": [1, 2], "max_tokens": 2})").status == 200);
+}
+
+TEST_CASE("randomly mutated bodies get 200 or a 4xx with an error object, never a 5xx, and the server survives") {
+  ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf"), "--max-body-bytes", "65536"});
+  auto c = server.client();
+  Rng rng(77);
+  const std::vector<std::string> seeds = {
+      R"({"prompt": "Hello world", "max_tokens": 4, "temperature": 0.7, "top_p": 0.9, "n": 2, "stop": ["a", "b"], "logprobs": 2, "stream": false})",
+      R"({"prompt": [[1, 15043], [1, 3186]], "max_tokens": 3, "logit_bias": {"15043": 5}, "seed": 3, "echo": true, "stream": true})",
+      R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "logprobs": true, "top_logprobs": 2})",
+      R"({"prompt": "x", "max_tokens": 2, "presence_penalty": 1, "frequency_penalty": -1, "stream": true, "stream_options": {"include_usage": true}})"};
+  const std::vector<std::string> junk = {"null", "true", "-1", "1e308", "\"\"", "[]", "{}", "[[[]]]", "\"\\ud800\"", "18446744073709551616",
+                                         "-9223372036854775809", "0.0000001", "\"\\u0000\"", "[-1]", "[2147483647]"};
+  int counts[6] = {0};
+  for (int i = 0; i < 300; ++i) {
+    std::string body = seeds[(size_t)rng.integer(0, (int)seeds.size() - 1)];
+    const int how = rng.integer(0, 3);
+    if (how == 0) {
+      // Flip a few bytes.
+      for (int k = rng.integer(1, 4); k > 0; --k) body[(size_t)rng.integer(0, (int)body.size() - 1)] = (char)rng.integer(0, 255);
+    } else if (how == 1) {
+      body.resize((size_t)rng.integer(0, (int)body.size()));
+    } else {
+      // Replace one field's value with junk of another type.
+      json j = json::parse(body);
+      auto it = j.begin();
+      std::advance(it, rng.integer(0, (int)j.size() - 1));
+      *it = json::parse(junk[(size_t)rng.integer(0, (int)junk.size() - 1)], nullptr, false);
+      if (it->is_discarded()) *it = nullptr;
+      body = j.dump();
+    }
+    const std::string path = body.find("messages") != std::string::npos ? "/v1/chat/completions" : "/v1/completions";
+    auto r = c.Post(path.c_str(), body, "application/json");
+    REQUIRE_MESSAGE(r, "no response to " << body);
+    CAPTURE(body);
+    CHECK_MESSAGE(r->status < 500, r->body);
+    if (r->status >= 400) {
+      json e = json::parse(r->body, nullptr, false);
+      CHECK_MESSAGE((!e.is_discarded() && e.contains("error")), r->body);
+    }
+    ++counts[std::min(r->status / 100, 5)];
+  }
+  MESSAGE("2xx " << counts[2] << ", 4xx " << counts[4]);
+  CHECK(server.alive());
 }

@@ -244,7 +244,7 @@ std::variant<std::unique_ptr<Generation>, HttpError> Generation::start(ServerCon
       // destructor cancels and accounts for those that were.
       ctx.engine_requests.fetch_sub(want - (int32_t)i);
       s.prompts.resize(s.handles.size());
-      return submit_error(h.status().with_context(s.prompts.size() > 1 || want > 1 ? "prompt[" + std::to_string(i) + "]" : "prompt"));
+      return submit_error(h.status().with_context(want > 1 ? "prompt[" + std::to_string(i) + "]" : chat ? "messages" : "prompt"));
     }
     s.handles.push_back(std::move(*h));
   }
