@@ -89,3 +89,20 @@ TEST_CASE("streams still running at --shutdown-timeout end well-formed and the s
   CHECK((last["finish_reason"] == "abort" || last["finish_reason"] == "length"));
   CHECK(server.stop() == 0);
 }
+
+TEST_CASE("a model that is missing or unreadable ends the server with one line and a non-zero exit") {
+  auto missing = run_tessera({"serve", "-m", "/nonexistent/model.gguf", "--port", "0"});
+  CHECK(missing.exit_code != 0);
+  REQUIRE(missing.err_lines().size() == 1);
+  CHECK(missing.err_lines()[0].find("/nonexistent/model.gguf") != std::string::npos);
+  // Not a model: it listens first, then the background load fails.
+  const std::string bad = temp_dir() + "/not_a_model.gguf";
+  {
+    std::ofstream(bad) << "GGUF but not really";
+  }
+  auto broken = run_tessera({"serve", "-m", bad, "--port", "0"});
+  CHECK(broken.exit_code == 1);
+  CHECK(broken.out.rfind("listening on http://127.0.0.1:", 0) == 0);
+  REQUIRE(broken.err_lines().size() == 1);
+  CHECK(broken.err_lines()[0].find("not_a_model.gguf") != std::string::npos);
+}
