@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "backends/cpu/cpu_device.h"
+#include "engine/bench/bench_engine.h"
 #include "engine/bench/bench_run.h"
 #include "engine/bench/stats.h"
 #include "engine/serving/serving_engine.h"
@@ -84,31 +85,6 @@ double concurrent_decode_rate(const Timeline& tl) {
   return (double)n * 1e3 / ms;
 }
 
-struct EngineSpec {
-  int32_t max_num_seqs = 1, max_num_batched_tokens = 256, max_prefill_chunk = 0, context = 0;
-};
-
-Expected<std::unique_ptr<ServingEngine>> open_engine(std::shared_ptr<const ModelWeights> w, const ServingBenchOptions& o,
-                                                     const EngineSpec& s) {
-  RunnerOptions ro;
-  ro.backend = o.model.backend;
-  ro.device = 0;
-  ro.max_context = s.context;
-  ro.passes = o.model.passes;
-  ro.tile = o.model.tile;
-  ro.place = o.model.place;
-  ro.weight_layout = o.model.weight_layout;
-  ro.batch_invariant = o.model.batch_invariant;
-  ro.kv_cache_bytes = o.kv_cache_memory;
-  if (ro.kv_cache_bytes == 0) ro.kv_memory_fraction = -1;
-  EngineConfig ec;
-  ec.scheduler.max_num_seqs = s.max_num_seqs;
-  ec.scheduler.max_num_batched_tokens = std::max(s.max_num_batched_tokens, s.max_num_seqs);
-  ec.scheduler.max_prefill_chunk = s.max_prefill_chunk;
-  ec.prefix_caching = o.prefix_caching;
-  return ServingEngine::create(std::move(w), nullptr, ro, ec);
-}
-
 // The gaps between consecutive tokens of the first `streams` requests that
 // overlap [from, to] (the later token after `from`, the earlier before `to`).
 std::vector<double> gaps_within(const Timeline& tl, size_t streams, Clock::time_point from, Clock::time_point to) {
@@ -184,7 +160,7 @@ Expected<ServingBenchReport> serving_bench(const ServingBenchOptions& o, void (*
   };
   {
     EngineSpec spec{o.concurrency, o.max_num_batched_tokens, o.max_prefill_chunk, ctx};
-    TS_ASSIGN_OR_RETURN(auto e, open_engine(w, o, spec));
+    TS_ASSIGN_OR_RETURN(auto e, open_bench_engine(w, o, spec));
     r.device = e->runner().device_info();
     r.kv_summary = e->memory_summary();
     log("bench: " + r.kv_summary);
@@ -261,7 +237,7 @@ Expected<ServingBenchReport> serving_bench(const ServingBenchOptions& o, void (*
       log(std::string("bench: a ") + std::to_string(o.long_prompt_tokens) + "-token prompt arrives while 4 streams decode, prefill " +
           (chunked ? "chunked" : "in one step"));
       EngineSpec spec{5, chunked ? r.long_prompt_chunk + 4 : o.long_prompt_tokens + 4, chunked ? r.long_prompt_chunk : 0, ctx};
-      TS_ASSIGN_OR_RETURN(auto e, open_engine(w, o, spec));
+      TS_ASSIGN_OR_RETURN(auto e, open_bench_engine(w, o, spec));
       TS_TRY(run_requests(*e, {greedy_request(prompt(8), 4)}).status());
       TS_ASSIGN_OR_RETURN(std::vector<double> gaps, long_prompt_gaps(*e, rng, c.vocab_size, o.long_prompt_tokens));
       (chunked ? r.itl_p99_chunked_ms : r.itl_p99_unchunked_ms) = percentile(gaps, 99);

@@ -35,6 +35,7 @@ class RequestState {
   uint64_t id() const { return id_; }
   const Request& request() const { return request_; }
   double ms_since_submit(Clock::time_point t = Clock::now()) const;
+  Clock::time_point submitted() const { return submitted_; }
 
   // ---- user threads ----
   // The next event of the stream (Delivery::stream); false once every

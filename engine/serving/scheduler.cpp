@@ -4,6 +4,12 @@
 
 namespace tessera {
 
+Expected<SchedulePolicy> parse_schedule_policy(const std::string& name) {
+  if (name == "fcfs") return SchedulePolicy::fcfs;
+  if (name == "slo") return SchedulePolicy::slo;
+  return invalid_argument("--schedule: expected fcfs or slo, got '" + name + "'");
+}
+
 Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks, PrefixCache* prefix)
     : config_(config), blocks_(blocks), prefix_(prefix) {
   if (config_.max_prefill_chunk <= 0) config_.max_prefill_chunk = config_.max_num_batched_tokens;
@@ -65,12 +71,40 @@ bool Scheduler::admit(Sequence& s) {
   return true;
 }
 
-Status Scheduler::schedule(SchedulerOutput* out) {
+// A step under the slo policy may always carry this many prompt tokens
+// beyond the running decodes, so that the queue moves even when the decodes
+// alone fill the TPOT target.
+constexpr int32_t kSloMinPrefillTokens = 16;
+
+int32_t Scheduler::slo_token_budget() const {
+  int32_t decodes = 0;
+  for (const Sequence* s : running_) decodes += s->pending() <= 1 ? 1 : 0;
+  const int32_t fit = cost_.tokens_within(config_.slo_tpot_ms);
+  if (decodes == 0) return config_.max_num_batched_tokens;  // nothing's TPOT to protect
+  return std::min(config_.max_num_batched_tokens, std::max(fit, decodes + kSloMinPrefillTokens));
+}
+
+void Scheduler::order_waiting_for_slo(std::chrono::steady_clock::time_point now) {
+  // Resumed sequences (preempted, or forks: their first token is out) keep
+  // the front; the others can still make the TTFT target if their prefill,
+  // started now, ends in time.
+  auto resumed = [](const Sequence* s) { return s->generated() > 0; };
+  auto on_time = [&](const Sequence* s) {
+    const double waited = std::chrono::duration<double, std::milli>(now - s->arrival).count();
+    return waited + cost_.predict_ms(s->pending()) <= config_.slo_ttft_ms;
+  };
+  auto it = std::stable_partition(waiting_.begin(), waiting_.end(), resumed);
+  std::stable_partition(it, waiting_.end(), on_time);
+}
+
+Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time_point now) {
   out->seqs.clear();
   out->copies.clear();
   out->preempted.clear();
   out->n_tokens = 0;
-  int32_t budget = config_.max_num_batched_tokens;
+  const bool slo = slo_active();
+  if (slo) order_waiting_for_slo(now);
+  int32_t budget = slo ? slo_token_budget() : config_.max_num_batched_tokens;
   // Running sequences first, oldest first; a sequence that cannot get its
   // blocks preempts the newest until it can (or is itself the newest).
   for (size_t i = 0; i < running_.size() && budget > 0;) {
@@ -102,6 +136,8 @@ Status Scheduler::schedule(SchedulerOutput* out) {
   while (out->preempted.empty() && !waiting_.empty() && budget > 0) {
     Sequence* s = waiting_.front();
     if (slots + s->slots() > config_.max_num_seqs) break;
+    // slo: one more sequence must leave the decode step within the TPOT target.
+    if (slo && slots > 0 && cost_.predict_ms(slots + s->slots()) > config_.slo_tpot_ms) break;
     if (!admit(*s)) break;
     const int32_t take = chunk_for(*s, budget);
     if (take <= 0 || !try_reserve(*s, s->num_computed + take, &out->copies)) {

@@ -13,8 +13,10 @@
 //
 // Not thread-safe: the engine thread owns it, with the BlockManager and the
 // prefix cache.
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "core/hal/block_copy.h"
@@ -22,13 +24,28 @@
 #include "engine/kv/block_manager.h"
 #include "engine/kv/prefix_cache.h"
 #include "engine/serving/sequence.h"
+#include "engine/serving/step_cost.h"
 
 namespace tessera {
+
+// fcfs: the queue in arrival order, steps as full as the limits allow.
+// slo: what maximizes the requests that meet both latency targets
+// (docs/serving.md, "SLO-aware scheduling"): a request that can no longer
+// make its TTFT target waits behind those that still can; a new sequence is
+// admitted only while the decode step stays within the TPOT target; and a
+// step's tokens (so the prompt chunks) are capped at what fits that target,
+// all from a step-cost line fitted to the steps run so far.
+enum class SchedulePolicy : uint8_t { fcfs, slo };
+
+// "fcfs" or "slo"; anything else is an error naming --schedule.
+Expected<SchedulePolicy> parse_schedule_policy(const std::string& name);
 
 struct SchedulerConfig {
   int32_t max_num_seqs = 64;             // sequences one step may carry
   int32_t max_num_batched_tokens = 256;  // tokens one step may carry
   int32_t max_prefill_chunk = 0;         // tokens of one prompt per step; 0: max_num_batched_tokens
+  SchedulePolicy policy = SchedulePolicy::fcfs;
+  double slo_ttft_ms = 0, slo_tpot_ms = 0;  // the slo policy's targets (both > 0)
 };
 
 struct ScheduledSeq {
@@ -60,8 +77,12 @@ class Scheduler {
   // (to the prefix cache's LRU set where cached).
   void remove(Sequence* s);
 
-  // The next step; empty when nothing can run.
-  Status schedule(SchedulerOutput* out);
+  // The next step; empty when nothing can run. `now` dates the queue for
+  // the slo policy.
+  Status schedule(SchedulerOutput* out, std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+  // A step of `tokens` took `ms` of device time (the slo policy's cost line).
+  void observe_step(int32_t tokens, double ms) { cost_.observe(tokens, ms); }
+  const StepCostModel& step_cost() const { return cost_; }
   // After the step ran: the fed tokens are computed; full blocks go to the prefix cache.
   void complete(const SchedulerOutput& out);
 
@@ -76,6 +97,11 @@ class Scheduler {
   void preempt(Sequence* s, SchedulerOutput* out);
   bool admit(Sequence& s);  // takes blocks from the prefix cache; false if it cannot start
   void release_blocks(Sequence& s);
+  // slo: the step's token cap, and the queue reordered (resumed sequences,
+  // then those that can still meet the TTFT target, then the rest).
+  int32_t slo_token_budget() const;
+  void order_waiting_for_slo(std::chrono::steady_clock::time_point now);
+  bool slo_active() const { return config_.policy == SchedulePolicy::slo && cost_.ready(); }
 
   SchedulerConfig config_;
   BlockManager& blocks_;
@@ -85,6 +111,7 @@ class Scheduler {
   int64_t next_admission_ = 0;
   int64_t preemptions_ = 0;
   std::vector<int32_t> hit_blocks_;
+  StepCostModel cost_;
 };
 
 }  // namespace tessera

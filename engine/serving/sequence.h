@@ -3,6 +3,7 @@
 // waiting and running. A request with n > 1 has n of them (the first
 // computes the prompt; the others are forked from it when it is done).
 // Only the engine thread touches a Sequence.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -32,6 +33,7 @@ struct Sequence {
   bool holds_blocks = false;    // added to the BlockManager
   int64_t admitted = 0;         // admission order: the most recent is preempted first
   int32_t forks_pending = 0;    // n - 1 on the first sequence until its prompt is done
+  std::chrono::steady_clock::time_point arrival{};  // its request's submission (the slo policy's TTFT clock)
   Sampler sampler;
   std::unique_ptr<SequenceText> text;  // when the request detokenizes
 

@@ -36,6 +36,8 @@ Expected<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<c
                             std::to_string(sc.max_num_batched_tokens));
   if (sc.max_prefill_chunk < 0)
     return invalid_argument("--max-prefill-chunk: must be >= 0 (0: no limit), got " + std::to_string(sc.max_prefill_chunk));
+  if (sc.policy == SchedulePolicy::slo && !(sc.slo_ttft_ms > 0 && sc.slo_tpot_ms > 0))
+    return invalid_argument("--schedule slo: needs --slo-ttft-ms and --slo-tpot-ms, both > 0");
   ro.max_seqs = sc.max_num_seqs;
   ro.max_prefill_tokens = sc.max_num_batched_tokens;
   ro.sample_on_device = true;
@@ -190,6 +192,7 @@ void ServingEngine::start_request(const std::shared_ptr<RequestState>& r) {
   s->tokens = q.prompt;
   s->prompt_len = (int32_t)q.prompt.size();
   s->forks_pending = q.n - 1;
+  s->arrival = r->submitted();
   s->sampler.set_prompt(q.prompt);
   if (q.detokenize && tokenizer_) s->text = std::make_unique<SequenceText>(*tokenizer_, q.prompt, q.stop);
   scheduler_->add(s.get());
@@ -239,6 +242,7 @@ void ServingEngine::fork_children(Sequence& parent) {
     c->tokens = parent.tokens;
     c->prompt_len = parent.prompt_len;
     c->num_computed = parent.num_computed;
+    c->arrival = parent.arrival;
     c->sampler.set_prompt(q.prompt);
     if (parent.text) c->text = std::make_unique<SequenceText>(*tokenizer_, q.prompt, q.stop);
     // The prompt's blocks are shared; the first write into the shared last
@@ -326,6 +330,7 @@ Status ServingEngine::run_step() {
   TS_ASSIGN_OR_RETURN(const StepResult result, runner_.runner->collect(ticket));
   const auto t_done = Clock::now();
   scheduler_->complete(scheduled_);
+  scheduler_->observe_step(scheduled_.n_tokens, ms_between(t_step, t_done));
 
   const size_t vocab = (size_t)runner_.runner->config().vocab_size;
   const auto& row_seq = batch_.row_seq();

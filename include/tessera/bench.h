@@ -66,6 +66,8 @@ struct ServingBenchOptions {
   int32_t max_prefill_chunk = 0;         // 0: max_num_batched_tokens
   uint64_t kv_cache_memory = 0;          // 0: the engine's default
   bool prefix_caching = true;
+  std::string schedule = "fcfs";  // or "slo" with the targets below (EngineOptions)
+  double slo_ttft_ms = 0, slo_tpot_ms = 0;
   int32_t prefix_tokens = 0;       // > 0: TTFT of requests whose first K prompt tokens are cached, and cold
   int32_t long_prompt_tokens = 0;  // > 0: p99 inter-token latency of 4 running streams as such a prompt arrives
 };

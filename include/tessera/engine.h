@@ -39,6 +39,11 @@ struct EngineOptions {
   uint64_t kv_cache_memory = 0;
   double kv_memory_fraction = 0;  // 0: 0.9 on a GPU, 0.5 on the CPU
   bool prefix_caching = true;
+  // "fcfs" (the queue in arrival order, steps as full as the limits allow)
+  // or "slo": admission and prompt chunks chosen to maximize the requests
+  // that meet both targets below (docs/serving.md, "SLO-aware scheduling").
+  std::string schedule = "fcfs";
+  double slo_ttft_ms = 0, slo_tpot_ms = 0;
 };
 
 // One submitted request: its stream and its result. Valid after it finishes.

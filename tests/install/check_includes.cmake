@@ -1,7 +1,7 @@
 # cmake -DSOURCE_DIR=<repo> -P check_includes.cmake
 # The public headers (include/tessera/) include only the standard library and
 # each other; the CLI (tools/tessera/) includes only the public headers, its
-# own headers (tools/tessera/*.h), CLI11, nlohmann json and cpp-httplib. Either reaching into core/,
+# own headers (tools/tessera/*.h), CLI11, nlohmann json and cpp-httplib (<httplib.h>). Either reaching into core/,
 # engine/, graph/, backends/ or kernels/ fails, naming the file and line.
 file(GLOB_RECURSE public_headers ${SOURCE_DIR}/include/tessera/*.h)
 file(GLOB cli_sources ${SOURCE_DIR}/tools/tessera/*.cpp ${SOURCE_DIR}/tools/tessera/*.h)

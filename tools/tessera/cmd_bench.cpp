@@ -133,6 +133,9 @@ int serving_main() {
   o.max_prefill_chunk = f.engine.max_prefill_chunk;
   o.kv_cache_memory = f.engine.kv_cache_memory;
   o.prefix_caching = !f.engine.no_prefix_cache;
+  o.schedule = f.engine.schedule;
+  o.slo_ttft_ms = f.engine.slo_ttft_ms;
+  o.slo_tpot_ms = f.engine.slo_tpot_ms;
   o.prefix_tokens = f.prefix_tokens;
   o.long_prompt_tokens = f.long_prompt_tokens;
   auto report = run_serving_bench(o, log_line);
@@ -164,7 +167,10 @@ int serving_main() {
   return 0;
 }
 
+CLI::App* serve_app = nullptr;
+
 int bench_main() {
+  if (serve_app != nullptr && serve_app->parsed()) return bench_serve_main();
   if (f.matmul_layouts) return matmul_layouts_main();
   if (f.concurrency > 0 || f.prefix_tokens > 0 || f.long_prompt_tokens > 0) return serving_main();
   auto reports = run_bench(model_options(), log_line);
@@ -224,6 +230,7 @@ Subcommand add_bench(CLI::App& app) {
   s->add_flag("--json", f.json, "print one JSON object");
   s->add_flag("--matmul-layouts", f.matmul_layouts,
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");
+  serve_app = add_bench_serve(*s);
   return {s, bench_main};
 }
 

@@ -48,6 +48,12 @@ void EngineFlags::add(CLI::App& s, bool max_num_seqs_flag) {
   s.add_option("--kv-cache-memory", kv_cache_memory,
                "bytes of K/V pools over every layer (default: a fraction of the device's free memory, docs/serving.md)");
   s.add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse the KV blocks of prompts seen before");
+  s.add_option("--schedule", schedule,
+               "fcfs (default) or slo: admission and prompt chunks chosen to maximize the requests meeting --slo-ttft-ms and "
+               "--slo-tpot-ms (docs/serving.md)")
+      ->check(CLI::IsMember({"fcfs", "slo"}));
+  s.add_option("--slo-ttft-ms", slo_ttft_ms, "with --schedule slo: the time-to-first-token target")->check(CLI::PositiveNumber);
+  s.add_option("--slo-tpot-ms", slo_tpot_ms, "with --schedule slo: the time-per-output-token target")->check(CLI::PositiveNumber);
 }
 
 EngineOptions EngineFlags::options(ModelOptions model) const {
@@ -58,6 +64,9 @@ EngineOptions EngineFlags::options(ModelOptions model) const {
   eo.max_prefill_chunk = max_prefill_chunk;
   eo.kv_cache_memory = kv_cache_memory;
   eo.prefix_caching = !no_prefix_cache;
+  eo.schedule = schedule;
+  eo.slo_ttft_ms = slo_ttft_ms;
+  eo.slo_tpot_ms = slo_tpot_ms;
   return eo;
 }
 
