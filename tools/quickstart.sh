@@ -16,9 +16,10 @@ shift || true
 # ocl-icd-opencl-dev: only recommended by libdnnl-dev, but its CMake config requires OpenCL.
 # libvulkan-dev glslc: the Vulkan plugin and its shaders; mesa-vulkan-drivers: lavapipe, the
 # CPU Vulkan driver the Vulkan tests run on where there is no GPU.
-# libcpp-httplib-dev: the CLI's HTTP server and bench serve's client.
+# libcpp-httplib-dev: the CLI's HTTP server and bench serve's client; curl: the server tests
+# check the raw SSE framing with it.
 packages=(g++ cmake ninja-build pkg-config libdnnl-dev ocl-icd-opencl-dev doctest-dev nlohmann-json3-dev libcli11-dev
-          libvulkan-dev glslc mesa-vulkan-drivers libcpp-httplib-dev)
+          libvulkan-dev glslc mesa-vulkan-drivers libcpp-httplib-dev curl)
 # Node.js runs the independent test oracles (npm packages); any node/npm on PATH will do.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
