@@ -32,5 +32,6 @@ Subcommand add_bench(CLI::App& app);
 Subcommand add_info(CLI::App& app);
 Subcommand add_tokenize(CLI::App& app);
 Subcommand add_ir(CLI::App& app);
+Subcommand add_template(CLI::App& app);
 
 }  // namespace tessera::cli
