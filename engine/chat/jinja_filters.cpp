@@ -517,12 +517,21 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& args) {
   if (name == "false") return v.kind == Kind::boolean && !v.b;
   if (name == "even" || name == "odd") {
     if (v.is_undefined()) raise_undefined(v);
+    if (v.kind == Kind::floating) {
+      double r = std::fmod(v.f, 2.0);
+      if (r < 0) r += 2.0;
+      return name == "even" ? r == 0 : r == 1;
+    }
     if (!is_intlike(v)) throw_type_error("not all arguments converted during string formatting");
     const int64_t x = v.kind == Kind::boolean ? v.b : v.i;
     return (x % 2 == 0) == (name == "even");
   }
   if (name == "divisibleby") {
     const Value n = args.get(0, "num");
+    if (v.is_number() && n.is_number() && (!is_intlike(v) || !is_intlike(n))) {
+      if (as_double(n) == 0) throw_type_error("float modulo");
+      return std::fmod(as_double(v), as_double(n)) == 0;
+    }
     if (!is_intlike(v) || !is_intlike(n)) throw_type_error("unsupported operand type(s) for %");
     if (n.i == 0) throw_type_error("integer division or modulo by zero");
     return v.i % n.i == 0;

@@ -334,12 +334,28 @@ Value list_method(const Value& l, const std::string& name) {
 
 }  // namespace
 
+// str.isspace() for one UTF-8 encoded code point.
+bool is_unicode_space(const std::string& c) {
+  static const char* const spaces[] = {"\x1c", "\x1d", "\x1e", "\x1f", "\xc2\x85", "\xc2\xa0", "\xe1\x9a\x80",
+                                       "\xe2\x80\x80", "\xe2\x80\x81", "\xe2\x80\x82", "\xe2\x80\x83", "\xe2\x80\x84",
+                                       "\xe2\x80\x85", "\xe2\x80\x86", "\xe2\x80\x87", "\xe2\x80\x88", "\xe2\x80\x89",
+                                       "\xe2\x80\x8a", "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f",
+                                       "\xe3\x80\x80"};
+  if (c.size() == 1 && is_ws(c[0])) return true;
+  for (const char* sp : spaces)
+    if (c == sp) return true;
+  return false;
+}
+
 std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
-  size_t b = 0, e = s.size();
   if (chars.is_undefined() || chars.is_none()) {
-    while (left && b < e && is_ws(s[b])) ++b;
-    while (right && e > b && is_ws(s[e - 1])) --e;
-    return s.substr(b, e - b);
+    const std::vector<std::string> cps = code_points(s);
+    size_t lb = 0, le = cps.size();
+    while (left && lb < le && is_unicode_space(cps[lb])) ++lb;
+    while (right && le > lb && is_unicode_space(cps[le - 1])) --le;
+    std::string out;
+    for (size_t k = lb; k < le; ++k) out += cps[k];
+    return out;
   }
   if (!chars.is_string()) throw_type_error("strip arg must be None or str");
   // By code point: each character of `chars` is one code point.

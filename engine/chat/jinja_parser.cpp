@@ -668,7 +668,20 @@ class Parser {
 
 }  // namespace
 
-ParseResult parse_template(const std::string& source) {
+ParseResult parse_template(const std::string& raw_source) {
+  // As jinja2 does: every newline sequence becomes \n and one trailing newline
+  // is dropped (keep_trailing_newline=False).
+  std::string source;
+  source.reserve(raw_source.size());
+  for (size_t k = 0; k < raw_source.size(); ++k) {
+    if (raw_source[k] == '\r') {
+      source += '\n';
+      if (k + 1 < raw_source.size() && raw_source[k + 1] == '\n') ++k;
+    } else {
+      source += raw_source[k];
+    }
+  }
+  if (!source.empty() && source.back() == '\n') source.pop_back();
   LexResult lex = lex_template(source);
   if (!lex.error.empty()) return {nullptr, lex.error};
   try {
