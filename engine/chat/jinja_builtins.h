@@ -26,6 +26,7 @@ void add_globals(Dict& globals);
 std::string py_strip(const std::string& s, const Value& chars, bool left, bool right);
 std::string py_lower(const std::string& s);
 std::string py_upper(const std::string& s);
+bool is_cased_letter(const std::string& code_point);  // one UTF-8 code point
 std::vector<std::string> py_splitlines(const std::string& s, bool keepends);
 Value call_value(const Value& fn, CallArgs& args);
 

@@ -44,32 +44,31 @@ std::string title_case(const std::string& s) {
   // jinja2's do_title: capitalise each piece after a run of -, whitespace, (, {, [ or <.
   std::string out;
   bool start = true;
-  for (char c : s) {
-    const bool sep = c == '-' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' ||
-                     c == '(' || c == '{' || c == '[' || c == '<';
+  for (const auto& c : code_points(s)) {
+    const bool sep = c.size() == 1 && (c[0] == '-' || c[0] == ' ' || c[0] == '\t' || c[0] == '\n' || c[0] == '\r' ||
+                                       c[0] == '\f' || c[0] == '\v' || c[0] == '(' || c[0] == '{' || c[0] == '[' || c[0] == '<');
     if (sep) {
       out += c;
       start = true;
       continue;
     }
-    out += static_cast<char>(start ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+    out += start ? py_upper(c) : py_lower(c);
     start = false;
   }
   return out;
 }
 
 std::string py_title(const std::string& s) {
-  // str.title(): a letter after a non-letter is upper-cased.
+  // str.title(): a cased letter after an uncased character is upper-cased, the others lower-cased.
   std::string out;
   bool prev_cased = false;
-  for (char c : s) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (std::isalpha(u)) {
-      out += static_cast<char>(prev_cased ? std::tolower(u) : std::toupper(u));
+  for (const auto& c : code_points(s)) {
+    if (is_cased_letter(c)) {
+      out += prev_cased ? py_lower(c) : py_upper(c);
       prev_cased = true;
     } else {
       out += c;
-      prev_cased = u >= 0x80 && prev_cased;
+      prev_cased = false;
     }
   }
   return out;
@@ -190,9 +189,11 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
   if (name == "title") return Value::string(title_case(as_text(v)));
   if (name == "__py_title") return Value::string(py_title(as_text(v)));
   if (name == "capitalize") {
-    const std::string s = as_text(v);
-    if (s.empty()) return Value::string("");
-    return Value::string(py_upper(s.substr(0, 1)) + py_lower(s.substr(1)));
+    const auto cps = code_points(as_text(v));
+    if (cps.empty()) return Value::string("");
+    std::string out = py_upper(cps[0]);
+    for (size_t k = 1; k < cps.size(); ++k) out += py_lower(cps[k]);
+    return Value::string(std::move(out));
   }
   if (name == "replace") {
     const std::string s = as_text(v);
@@ -380,7 +381,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
     return Value::make_list(std::move(items));
   }
   if (name == "dictsort") {
-    if (!v.is_dict()) throw_template_error("You can only sort by either \"key\" or \"value\"");
+    if (!v.is_dict()) throw_type_error("'" + type_name(v) + "' object has no attribute 'items'");
     const bool cs = truthy(args.get(0, "case_sensitive"));
     const std::string by = args.has(1, "by") ? to_str(args.get(1, "by")) : "key";
     const bool reverse = truthy(args.get(2, "reverse"));
@@ -400,6 +401,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
       for (auto it = cps.rbegin(); it != cps.rend(); ++it) out += *it;
       return Value::string(std::move(out));
     }
+    if (!v.is_list() && !v.is_dict() && !v.is_undefined()) throw_template_error("argument must be iterable");
     List items = iterate(v);
     std::reverse(items.begin(), items.end());
     return Value::make_list(std::move(items));

@@ -6,27 +6,32 @@
 #include "engine/chat/jinja_builtins.h"
 
 namespace tessera::chat {
+
+bool is_unicode_space(const std::string& code_point);
+
 namespace {
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-// Python's default str.split(): runs of whitespace, no empty pieces.
+// Python's default str.split(): runs of (Unicode) whitespace, no empty pieces.
 std::vector<std::string> split_whitespace(const std::string& s, int64_t maxsplit) {
+  const std::vector<std::string> cps = code_points(s);
   std::vector<std::string> out;
   size_t i = 0;
+  const size_t n = cps.size();
   while (true) {
-    while (i < s.size() && is_ws(s[i])) ++i;
-    if (i >= s.size()) break;
+    while (i < n && is_unicode_space(cps[i])) ++i;
+    if (i >= n) break;
+    std::string piece;
     if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-      size_t e = s.size();
-      while (e > i && is_ws(s[e - 1])) --e;
-      out.push_back(s.substr(i, e - i));
+      size_t e = n;
+      while (e > i && is_unicode_space(cps[e - 1])) --e;
+      for (size_t k = i; k < e; ++k) piece += cps[k];
+      out.push_back(std::move(piece));
       break;
     }
-    size_t j = i;
-    while (j < s.size() && !is_ws(s[j])) ++j;
-    out.push_back(s.substr(i, j - i));
-    i = j;
+    while (i < n && !is_unicode_space(cps[i])) piece += cps[i++];
+    out.push_back(std::move(piece));
   }
   return out;
 }
@@ -374,16 +379,86 @@ std::string py_strip(const std::string& s, const Value& chars, bool left, bool r
   return out;
 }
 
-std::string py_lower(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+namespace {
+
+uint32_t decode_one(const std::string& c) {
+  const auto b0 = static_cast<unsigned char>(c[0]);
+  if (c.size() == 1) return b0;
+  uint32_t cp = c.size() == 2 ? b0 & 0x1f : c.size() == 3 ? b0 & 0x0f : b0 & 0x07;
+  for (size_t k = 1; k < c.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(c[k]) & 0x3f);
+  return cp;
+}
+
+void encode_one(std::string& out, uint32_t cp) {
+  if (cp < 0x80) out += static_cast<char>(cp);
+  else if (cp < 0x800) { out += static_cast<char>(0xc0 | (cp >> 6)); out += static_cast<char>(0x80 | (cp & 0x3f)); }
+  else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12)); out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18)); out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f)); out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
+// Python's case mapping for ASCII, Latin-1, Latin Extended-A, Greek and
+// Cyrillic; other code points are left as they are.
+uint32_t to_upper_cp(uint32_t c) {
+  if (c >= 'a' && c <= 'z') return c - 32;
+  if (c < 0x80) return c;
+  if ((c >= 0xe0 && c <= 0xfe && c != 0xf7)) return c - 32;
+  if (c == 0xff) return 0x178;
+  if (c == 0xb5) return 0x39c;
+  if (c == 0x131) return 'I';
+  if ((c >= 0x100 && c <= 0x137) || (c >= 0x14a && c <= 0x177)) return c & ~1u;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) return (c % 2 == 0) ? c - 1 : c;
+  if (c == 0x17f) return 'S';
+  if (c >= 0x3b1 && c <= 0x3c9 && c != 0x3c2) return c - 32;
+  if (c == 0x3c2) return 0x3a3;
+  if (c >= 0x3ac && c <= 0x3af) return c == 0x3ac ? 0x386 : c - 37;
+  if (c >= 0x430 && c <= 0x44f) return c - 32;
+  if (c >= 0x450 && c <= 0x45f) return c - 80;
+  return c;
+}
+
+uint32_t to_lower_cp(uint32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if (c < 0x80) return c;
+  if (c >= 0xc0 && c <= 0xde && c != 0xd7) return c + 32;
+  if (c == 0x178) return 0xff;
+  if ((c >= 0x100 && c <= 0x137) || (c >= 0x14a && c <= 0x177)) return c | 1u;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) return (c % 2 == 1) ? c + 1 : c;
+  if (c >= 0x391 && c <= 0x3a9 && c != 0x3a2) return c + 32;
+  if (c == 0x386) return 0x3ac;
+  if (c >= 0x388 && c <= 0x38a) return c + 37;
+  if (c >= 0x410 && c <= 0x42f) return c + 32;
+  if (c >= 0x400 && c <= 0x40f) return c + 80;
+  return c;
+}
+
+std::string map_case(const std::string& s, bool upper) {
+  std::string out;
+  out.reserve(s.size());
+  for (const auto& c : code_points(s)) {
+    const uint32_t cp = decode_one(c);
+    if (upper && cp == 0xdf) { out += "SS"; continue; }  // ß
+    if (!upper && cp == 0x130) { out += "i\xcc\x87"; continue; }  // İ
+    const uint32_t m = upper ? to_upper_cp(cp) : to_lower_cp(cp);
+    if (m == cp) out += c;
+    else encode_one(out, m);
+  }
   return out;
 }
 
-std::string py_upper(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
+}  // namespace
+
+std::string py_lower(const std::string& s) { return map_case(s, false); }
+std::string py_upper(const std::string& s) { return map_case(s, true); }
+
+bool is_cased_letter(const std::string& c) {
+  if (c.size() == 1) return std::isalpha(static_cast<unsigned char>(c[0])) != 0;
+  const uint32_t cp = decode_one(c);
+  return cp == 0xdf || to_upper_cp(cp) != cp || to_lower_cp(cp) != cp;
 }
 
 std::vector<std::string> py_splitlines(const std::string& s, bool keepends) {
