@@ -408,7 +408,10 @@ class Interpreter {
         if (e.t == Expr::T::pos) return is_intlike(v) ? Value::integer(as_int(v)) : v;
         return is_intlike(v) ? Value::integer(-as_int(v)) : Value::floating(-v.f);
       }
-      case Expr::T::binary: return binary_op(e.name, eval(*e.args[0], scope), eval(*e.args[1], scope));
+      case Expr::T::binary: {
+        const Value left = eval(*e.args[0], scope);  // left first, as Python does
+        return binary_op(e.name, left, eval(*e.args[1], scope));
+      }
       case Expr::T::compare: {
         Value left = eval(*e.args[0], scope);
         for (size_t k = 0; k < e.ops.size(); ++k) {

@@ -134,7 +134,9 @@ std::string percent_format(const std::string& fmt, const List& args) {
       default: throw_type_error(std::string("unsupported format character '") + conv + "'");
     }
   }
-  if (next < args.size()) throw_type_error("not all arguments converted during string formatting");
+  // Python takes a lone list or dict argument as a mapping, which need not be used.
+  const bool mapping = args.size() == 1 && ((args[0].is_list() && !args[0].tuple) || args[0].is_dict());
+  if (next < args.size() && !(mapping && next == 0)) throw_type_error("not all arguments converted during string formatting");
   return out;
 }
 
@@ -147,6 +149,7 @@ CallArgs rest_args(const CallArgs& args, size_t from) {
 
 Value select_like(const Value& value, CallArgs& args, bool by_attr, bool keep) {
   List out;
+  if (!truthy(value)) return Value::make_list();  // jinja2 iterates only a true value
   const Value attr = by_attr ? args.get(0, "\x01") : Value::undefined();
   const size_t test_at = by_attr ? 1 : 0;
   const bool has_test_name = args.pos.size() > test_at;
@@ -258,6 +261,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
   }
   if (name == "map") {
     List out;
+    if (!truthy(v)) return Value::make_list();
     const List items = iterate(v);
     if (args.pos.empty() && args.has(static_cast<size_t>(-1), "attribute")) {
       const Value attr = args.get(static_cast<size_t>(-1), "attribute");
@@ -286,7 +290,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
     return v;
   }
   if (name == "string") return Value::string(to_str(v));
-  if (name == "safe") return v.is_undefined() ? Value::string("") : v;
+  if (name == "safe") return Value::string(to_str(v));  // Markup(value) is a str
   if (name == "int") {
     const Value def = args.has(0, "default") ? args.get(0, "default") : Value::integer(0);
     if (is_intlike(v)) return Value::integer(v.kind == Kind::boolean ? v.b : v.i);
@@ -332,6 +336,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
   if (name == "indent") {
     const Value w = args.get(0, "width");
     std::string indention = w.is_string() ? w.s : std::string(static_cast<size_t>(is_intlike(w) ? std::max<int64_t>(w.i, 0) : 4), ' ');
+    if (v.is_undefined()) raise_undefined(v);
+    if (!v.is_string()) throw_type_error("'" + type_name(v) + "' object has no attribute 'splitlines'");
     const bool first = truthy(args.get(1, "first"));
     const bool blank = truthy(args.get(2, "blank"));
     std::string s = as_text(v) + "\n";

@@ -599,7 +599,10 @@ void add_globals(Dict& g) {
     if (count > 100000) throw_type_error("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     List out;
     for (int64_t k = 0; k < count; ++k) out.push_back(Value::integer(start + k * step));
-    return Value::make_list(std::move(out));
+    Value r = Value::make_list(std::move(out));
+    r.range = true;
+    r.s = "range(" + std::to_string(start) + ", " + std::to_string(stop) + (step != 1 ? ", " + std::to_string(step) : "") + ")";
+    return r;
   }));
   g.emplace_back("dict", Value::function([](CallArgs& a) -> Value {
     Value d = Value::make_dict();

@@ -150,6 +150,7 @@ std::string to_repr(const Value& v) {
   switch (v.kind) {
     case Kind::string: return string_repr(v.s);
     case Kind::list: {
+      if (v.range) return v.s;
       std::string out = v.tuple ? "(" : "[";
       for (size_t k = 0; k < v.list->size(); ++k) {
         if (k) out += ", ";

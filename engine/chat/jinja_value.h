@@ -45,6 +45,7 @@ struct Value {
   bool tuple = false;      // a list that prints as a tuple
   bool ns = false;         // a namespace(): the one mutable dict
   bool unsafe = false;     // undefined from a sandbox refusal (SecurityError)
+  bool range = false;      // a list made by range(): repr is `s`, "range(0, 4)"
 
   static Value undefined(std::string hint = {}) { Value v; v.s = std::move(hint); return v; }
   static Value none() { Value v; v.kind = Kind::none; return v; }
