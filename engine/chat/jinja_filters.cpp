@@ -557,7 +557,7 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& args) {
       if (equals(x, v)) return true;
     return false;
   }
-  if (name == "callable") return v.kind == Kind::function;
+  if (name == "callable") return v.kind == Kind::function || v.is_undefined();  // Undefined has __call__
   if (name == "sameas") {
     if (v.kind != other.kind) return false;
     if (v.is_list()) return v.list == other.list;

@@ -14,7 +14,10 @@ struct SyntaxError {
   int line;
 };
 
-constexpr int kMaxNesting = 200;  // deeper templates are refused rather than overflowing the stack
+// Deeper templates are refused rather than overflowing the stack: nested
+// blocks and brackets count, and so does each link of a chain like a + b + c,
+// since the tree it builds is as deep as the chain is long.
+constexpr int kMaxNesting = 500;
 
 class Parser {
  public:
@@ -65,6 +68,17 @@ class Parser {
     next();
     return n;
   }
+
+  // One more link of a left-assoc chain; `links` is given back when the chain ends.
+  void chain_link(int& links) {
+    ++links;
+    if (++depth_ > kMaxNesting) fail("expression nested too deeply");
+  }
+  struct ChainGuard {
+    Parser& p;
+    int links = 0;
+    ~ChainGuard() { p.depth_ -= links; }
+  };
 
   struct Depth {
     explicit Depth(Parser& p) : p_(p) {
@@ -298,7 +312,9 @@ class Parser {
     Depth d(*this);
     ExprPtr e = parse_or();
     if (!with_condexpr) return e;
+    ChainGuard g{*this};
     while (is_name("if")) {
+      chain_link(g.links);
       const int line = cur().line;
       next();
       auto c = make(Expr::T::cond, line);
@@ -315,7 +331,9 @@ class Parser {
 
   ExprPtr parse_or() {
     ExprPtr l = parse_and();
+    ChainGuard g{*this};
     while (is_name("or")) {
+      chain_link(g.links);
       auto e = make(Expr::T::or_, cur().line);
       next();
       e->args.push_back(std::move(l));
@@ -327,7 +345,9 @@ class Parser {
 
   ExprPtr parse_and() {
     ExprPtr l = parse_not();
+    ChainGuard g{*this};
     while (is_name("and")) {
+      chain_link(g.links);
       auto e = make(Expr::T::and_, cur().line);
       next();
       e->args.push_back(std::move(l));
@@ -388,7 +408,9 @@ class Parser {
 
   ExprPtr parse_math1() {
     ExprPtr l = parse_concat();
+    ChainGuard g{*this};
     while (is_op("+") || is_op("-")) {
+      chain_link(g.links);
       const std::string op = cur().text;
       const int line = cur().line;
       next();
@@ -399,7 +421,9 @@ class Parser {
 
   ExprPtr parse_concat() {
     ExprPtr l = parse_math2();
+    ChainGuard g{*this};
     while (is_op("~")) {
+      chain_link(g.links);
       const int line = cur().line;
       next();
       l = binary("~", std::move(l), parse_math2(), line);
@@ -409,7 +433,9 @@ class Parser {
 
   ExprPtr parse_math2() {
     ExprPtr l = parse_pow();
+    ChainGuard g{*this};
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+      chain_link(g.links);
       const std::string op = cur().text;
       const int line = cur().line;
       next();
@@ -420,7 +446,9 @@ class Parser {
 
   ExprPtr parse_pow() {
     ExprPtr l = parse_unary(true);
+    ChainGuard g{*this};
     while (is_op("**")) {
+      chain_link(g.links);
       const int line = cur().line;
       next();
       l = binary("**", std::move(l), parse_unary(true), line);
@@ -524,7 +552,9 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr node) {
+    ChainGuard g{*this};
     while (true) {
+      if (is_op(".") || is_op("[") || is_op("(")) chain_link(g.links);
       const int line = cur().line;
       if (is_op(".")) {
         next();
@@ -632,7 +662,9 @@ class Parser {
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
+    ChainGuard g{*this};
     while (true) {
+      if (is_op("|") || is_name("is") || is_op("(")) chain_link(g.links);
       if (is_op("|")) {
         next();
         node = parse_filter_call(std::move(node));

@@ -172,6 +172,16 @@ TEST_CASE("chat template API: errors are Status values, never crashes, on malfor
       "{% if true %}{% else %}{% else %}{% endif %}", "{{ 1 +* 2 }}", "{% break %}", "{{ x.1.2.3 }}",
       std::string(5000, '(') + "1" + std::string(5000, ')'), std::string(3000, '[') + std::string(3000, ']'),
       "{% for i in range(10) %}" + std::string("{% if true %}") + "{% endif %}{% endfor %}",
+      [] {  // a chain builds a tree as deep as it is long
+        std::string s = "{{ 1";
+        for (int i = 0; i < 20000; ++i) s += " + 1";
+        return s + " }}";
+      }(),
+      [] {
+        std::string s = "{{ 'a'";
+        for (int i = 0; i < 20000; ++i) s += " | upper";
+        return s + " }}";
+      }(),
   };
   for (const auto& src : bad) {
     INFO("source: ", src.substr(0, 80));
