@@ -7,7 +7,9 @@
 namespace tessera::chat {
 namespace {
 
-constexpr int kMaxCallDepth = 200;  // macro recursion; Python would hit its own recursion limit
+// Macro recursion; Python stops at its own recursion limit, which real templates
+// never approach. Each call costs several interpreter frames of stack.
+constexpr int kMaxCallDepth = 64;
 
 struct Scope {
   Dict vars;

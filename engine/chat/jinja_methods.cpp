@@ -80,7 +80,7 @@ int64_t int_arg(const Value& v, int64_t fallback) {
   throw_type_error("'" + type_name(v) + "' object cannot be interpreted as an integer");
 }
 
-const std::string& str_arg(const Value& v, const char* what) {
+std::string str_arg(const Value& v, const char* what) {
   if (!v.is_string()) throw_type_error(std::string(what) + " arg must be None or str");
   return v.s;
 }
@@ -191,7 +191,7 @@ Value string_method(const std::string& s, const std::string& name) {
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
     return method([s, name](CallArgs& a) {
-      const std::string& sub = str_arg(a.get(0, "sub"), "must be str, not");
+      const std::string sub = str_arg(a.get(0, "sub"), "must be str, not");
       // Byte offsets are converted to code point offsets for the result.
       if (name == "count") {
         if (sub.empty()) return Value::integer(static_cast<int64_t>(code_point_count(s)) + 1);
@@ -268,7 +268,7 @@ Value string_method(const std::string& s, const std::string& name) {
   if (name == "removeprefix" || name == "removesuffix") {
     const bool prefix = name == "removeprefix";
     return method([s, prefix](CallArgs& a) {
-      const std::string& x = str_arg(a.get(0, "prefix"), "removeprefix");
+      const std::string x = str_arg(a.get(0, "prefix"), "removeprefix");
       if (affix_match(s, Value::string(x), prefix)) return Value::string(prefix ? s.substr(x.size()) : s.substr(0, s.size() - x.size()));
       return Value::string(s);
     });
