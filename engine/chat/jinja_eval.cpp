@@ -286,9 +286,11 @@ class Interpreter {
         if (a.pos.empty()) throw_type_error("no items for cycling given");
         return a.pos[static_cast<size_t>(k) % a.pos.size()];
       }));
-      inner.set("loop", loop);
-      unpack(*s.target, seq[k], inner);
-      const Flow f = exec(s.body, inner, out);
+      // Each iteration starts afresh: what the body set last time is gone (jinja2).
+      Scope iteration{{}, &scope};
+      iteration.set("loop", loop);
+      unpack(*s.target, seq[k], iteration);
+      const Flow f = exec(s.body, iteration, out);
       if (f == Flow::break_) break;
     }
     return Flow::normal;

@@ -141,12 +141,12 @@ class Parser {
     next();
     if (tag == "if") {
       s->t = Stmt::T::if_;
-      ExprPtr c = parse_tuple(false);
+      ExprPtr c = parse_tuple(false, false);  // jinja2: no `a if b else c` as an if's test
       while (true) {
         expect_block_end();
         Body b = subparse({"elif", "else", "endif"});
         s->branches.emplace_back(std::move(c), std::move(b));
-        if (skip_name("elif")) { c = parse_tuple(false); continue; }
+        if (skip_name("elif")) { c = parse_tuple(false, false); continue; }
         if (skip_name("else")) {
           expect_block_end();
           s->branches.emplace_back(nullptr, subparse({"endif"}));
@@ -165,7 +165,9 @@ class Parser {
       if (skip_name("if")) s->cond = parse_tuple(false);
       if (skip_name("recursive")) s->recursive = true;
       expect_block_end();
+      ++loop_depth_;
       s->body = subparse({"endfor", "else"});
+      --loop_depth_;
       if (skip_name("else")) {
         expect_block_end();
         s->else_body = subparse({"endfor"});
@@ -191,7 +193,10 @@ class Parser {
       s->text = expect_name();
       parse_signature(*s);
       expect_block_end();
+      const int outer_loops = loop_depth_;
+      loop_depth_ = 0;  // a macro body is a function of its own: no loop around it
       s->body = subparse({"endmacro"});
+      loop_depth_ = outer_loops;
       next();
       if (cur().t == Token::T::name) next();  // {% endmacro name %}
       expect_block_end();
@@ -201,7 +206,10 @@ class Parser {
       s->expr = parse_expression(true);
       if (s->expr->t != Expr::T::call) fail("expected call");
       expect_block_end();
+      const int outer_loops = loop_depth_;
+      loop_depth_ = 0;
       s->body = subparse({"endcall"});
+      loop_depth_ = outer_loops;
       next();
       expect_block_end();
     } else if (tag == "filter") {
@@ -695,7 +703,7 @@ class Parser {
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int depth_ = 0;
-  int loop_depth_ = 1;  // break/continue are checked at run time instead
+  int loop_depth_ = 0;  // for loops around the current statement; break/continue need one
 };
 
 }  // namespace
