@@ -180,7 +180,8 @@ class Interpreter {
       case Stmt::T::set_block: {
         std::string text;
         Scope inner{{}, &scope};
-        exec(s.body, inner, text);
+        // break/continue leave the loop around the block before the assignment (jinja2).
+        if (const Flow f = exec(s.body, inner, text); f != Flow::normal) return f;
         Value v = Value::string(std::move(text));
         for (const auto& f : s.filters) v = filter(*f, v, scope);
         assign(*s.target, std::move(v), scope);
@@ -198,11 +199,13 @@ class Interpreter {
       }
       case Stmt::T::filter_block: {
         std::string text;
-        const Flow f = exec(s.body, scope, text);
+        // break/continue leave the loop around the block before its text is written (jinja2).
+        Scope inner{{}, &scope};  // what the block sets stays inside it
+        if (const Flow f = exec(s.body, inner, text); f != Flow::normal) return f;
         Value v = Value::string(std::move(text));
         for (const auto& fe : s.filters) v = filter(*fe, v, scope);
         out += to_str(v);
-        return f;
+        return Flow::normal;
       }
       case Stmt::T::break_: return Flow::break_;
       case Stmt::T::continue_: return Flow::continue_;
