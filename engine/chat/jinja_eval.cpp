@@ -135,6 +135,8 @@ bool contains(const Value& container, const Value& item) {
         if (equals(x, item)) return true;
       return false;
     case Kind::dict:
+      if (item.is_list() && !item.tuple) throw_type_error("unhashable type: 'list'");
+      if (item.is_dict()) throw_type_error("unhashable type: 'dict'");
       return item.is_string() && container.find(item.s) != nullptr;
     default: throw_type_error("argument of type '" + type_name(container) + "' is not iterable");
   }

@@ -196,7 +196,7 @@ std::string type_name(const Value& v) {
     case Kind::integer: return "int";
     case Kind::floating: return "float";
     case Kind::string: return "str";
-    case Kind::list: return v.tuple ? "tuple" : "list";
+    case Kind::list: return v.range ? "range" : v.tuple ? "tuple" : "list";
     case Kind::dict: return v.ns ? "Namespace" : "dict";
     case Kind::function: return "function";
   }
@@ -267,7 +267,7 @@ int compare(const Value& a, const Value& b, const char* op) {
     return x < y ? -1 : x > y ? 1 : 0;
   }
   if (a.is_string() && b.is_string()) return a.s < b.s ? -1 : a.s > b.s ? 1 : 0;  // UTF-8 byte order is code point order
-  if (a.is_list() && b.is_list()) {
+  if (a.is_list() && b.is_list() && a.tuple == b.tuple && !a.range && !b.range) {
     for (size_t k = 0; k < a.list->size() && k < b.list->size(); ++k) {
       if (equals((*a.list)[k], (*b.list)[k])) continue;
       return compare((*a.list)[k], (*b.list)[k], op);
@@ -377,6 +377,7 @@ void dump_into(const Value& v, const DumpOptions& o, int depth, std::string& out
       return;
     case Kind::string: out += json_quote(v.s); return;
     case Kind::list: {
+      if (v.range) break;  // json.dumps refuses a range
       if (v.list->empty()) { out += "[]"; return; }
       out += '[';
       for (size_t k = 0; k < v.list->size(); ++k) {
