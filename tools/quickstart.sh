@@ -22,6 +22,8 @@ packages=(g++ cmake ninja-build pkg-config libdnnl-dev ocl-icd-opencl-dev doctes
           libvulkan-dev glslc mesa-vulkan-drivers libcpp-httplib-dev curl)
 # Node.js runs the independent test oracles (npm packages); any node/npm on PATH will do.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+# Python's jinja2 is the chat-template tests' oracle (../shared/tools/render_chat_template.py); tests only.
+[ "$mode" = test ] && packages+=(python3-jinja2)
 
 install_missing() {
   local missing=()

@@ -85,6 +85,26 @@ Expected<std::vector<int32_t>> Engine::encode(const std::string& text) const {
   return encode_prompt(impl_->model.tokenizer.get(), impl_->model.weights->source, text);
 }
 
+std::string Engine::chat_template() const { return impl_->model.chat_template; }
+
+std::string Engine::token_text(int32_t id) const {
+  const Tokenizer* tok = impl_->model.tokenizer.get();
+  if (!tok || id < 0 || id >= tok->vocab_size()) return {};
+  return tok->token_bytes(id, /*special=*/true);
+}
+
+Expected<std::vector<int32_t>> Engine::encode_chat(const std::string& rendered) const {
+  const Tokenizer* tok = impl_->model.tokenizer.get();
+  if (!tok) return invalid_argument(impl_->model.weights->source + ": has no tokenizer; give one with -z");
+  EncodeOptions eo = tok->default_options();
+  eo.parse_special = true;
+  const std::string bos = token_text(tok->bos_id());
+  if (eo.add_bos && !bos.empty() && rendered.rfind(bos, 0) == 0) eo.add_bos = false;
+  std::vector<int32_t> ids = tok->encode(rendered, eo);
+  if (ids.empty()) return invalid_argument("the chat template rendered an empty prompt");
+  return ids;
+}
+
 Expected<std::string> Engine::decode(const std::vector<int32_t>& ids) const {
   return decode_ids(impl_->model.tokenizer.get(), impl_->model.weights->source, ids);
 }

@@ -19,6 +19,7 @@ struct Model::Impl {
   std::unique_ptr<ModelRunner> runner;
   std::unique_ptr<KvCache> kv;  // after the runner: its pools are the runner's devices' memory
   ModelConfig config;  // weights->config as the public type
+  std::string chat_template;
   ~Impl();
 };
 
@@ -39,7 +40,14 @@ ModelConfig to_model_config(const LlamaConfig& c);
 struct LoadedModel {
   std::shared_ptr<const ModelWeights> weights;
   std::unique_ptr<Tokenizer> tokenizer;
+  // The GGUF's tokenizer.chat_template, or with -z tokenizer.json the
+  // chat_template of the tokenizer_config.json beside it; empty when none.
+  std::string chat_template;
 };
+// The chat_template field of the tokenizer_config.json in the directory of
+// `tokenizer_path` (a string, or the "default" entry of a list of named
+// templates); empty when there is no such file or field.
+std::string chat_template_beside(const std::string& tokenizer_path);
 Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o);
 RunnerOptions runner_options(const ModelOptions& o);
 Expected<std::vector<int32_t>> encode_prompt(const Tokenizer* tok, const std::string& source, const std::string& text);

@@ -24,6 +24,8 @@ Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o) {
     return invalid_argument((o.tokenizer_path.empty() ? o.path : o.tokenizer_path) + ": tokenizer has " +
                             std::to_string(m.tokenizer->vocab_size()) + " tokens; the model's vocab_size is " +
                             std::to_string(weights->config.vocab_size));
+  if (!o.tokenizer_path.empty()) m.chat_template = chat_template_beside(o.tokenizer_path);
+  if (m.chat_template.empty()) m.chat_template = weights->chat_template;
   m.weights = std::move(weights);
   return m;
 }
@@ -59,6 +61,7 @@ Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
   auto m = std::make_unique<Impl>();
   TS_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_and_tokenizer(o));
   m->tokenizer = std::move(loaded.tokenizer);
+  m->chat_template = std::move(loaded.chat_template);
   m->weights = loaded.weights;
   m->config = to_model_config(m->weights->config);
   TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(m->weights, runner_options(o)));
@@ -78,6 +81,7 @@ const DeviceInfo& Model::device() const { return impl_->runner->device_info(); }
 int32_t Model::max_context() const { return impl_->runner->max_context(); }
 const std::vector<std::string>& Model::placement_notes() const { return impl_->runner->placement_notes(); }
 bool Model::has_tokenizer() const { return impl_->tokenizer != nullptr; }
+std::string Model::chat_template() const { return impl_->chat_template; }
 
 Expected<std::vector<int32_t>> Model::encode(const std::string& text) const {
   return encode_prompt(impl_->tokenizer.get(), impl_->weights->source, text);

@@ -112,8 +112,10 @@ Expected<ModelWeights> load_gguf_llama(const std::string& path) {
     return f.key_error("tokenizer.ggml.tokens", "has " + std::to_string(m.tokenizer->tokens.size()) +
                                                     " tokens; expected at most vocab_size " +
                                                     std::to_string(m.config.vocab_size));
-  for (const auto& kv : f.kvs())
+  for (const auto& kv : f.kvs()) {
+    if (kv.key == "tokenizer.chat_template" && kv.value.type == GgufType::string) m.chat_template = kv.value.str;
     if (!consumed.count(kv.key)) m.metadata[kv.key] = kv.value.to_display_string();
+  }
   m.storage = f.mapping();
   return m;
 }

@@ -33,6 +33,8 @@ struct ModelWeights {
   std::vector<WeightTensor> tensors;
   // Extra metadata (GGUF keys not consumed), printable by `tessera info`.
   std::map<std::string, std::string> metadata;
+  // The model's chat template (GGUF tokenizer.chat_template), whole; empty when none.
+  std::string chat_template;
   // The vocabulary when the file carries one (GGUF).
   std::optional<TokenizerData> tokenizer;
   // Owns what `data` spans point into: an mmap, or bytes made at load.

@@ -98,6 +98,16 @@ class TESSERA_API Engine {
   Expected<std::vector<int32_t>> encode(const std::string& text) const;
   // As Model::decode: the text of ids[1..] as llama2.c prints it.
   Expected<std::string> decode(const std::vector<int32_t>& ids) const;
+  // The model's chat template (Model::chat_template); empty when it has none.
+  std::string chat_template() const;
+  // A rendered chat prompt to ids as llama.cpp's server does: text spelling
+  // a special token (<|start_header_id|>, <start_of_turn>) is that token, and
+  // BOS is added where the vocabulary asks for it unless the text already
+  // begins with it (templates that print {{ bos_token }}).
+  Expected<std::vector<int32_t>> encode_chat(const std::string& rendered) const;
+  // The text of a special token (BOS, EOS) as templates print it; empty
+  // without a tokenizer.
+  std::string token_text(int32_t id) const;
   // Token ids llama2.c checkpoints stop on (BOS) or the vocabulary's EOS.
   int32_t bos_id() const;
   int32_t eos_id() const;

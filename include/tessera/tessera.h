@@ -80,6 +80,11 @@ class TESSERA_API Model {
   // runs on the CPU instead; empty when it runs where asked.
   const std::vector<std::string>& placement_notes() const;
   bool has_tokenizer() const;
+  // The model's own chat template (Jinja; render it with tessera::ChatTemplate):
+  // the GGUF key tokenizer.chat_template, or, when a tokenizer.json was given
+  // (ModelOptions::tokenizer_path), the chat_template of the
+  // tokenizer_config.json beside it. Empty when there is none.
+  std::string chat_template() const;
   // The text as the model's tokenizer splits it, with BOS (and EOS) where the
   // vocabulary asks for them (llama2.c and SentencePiece vocabularies: BOS).
   // Text spelling a special token is plain text.

@@ -18,7 +18,7 @@ const char* kTemplate =
 
 }  // namespace
 
-TEST_CASE("chat completions equal completions of the rendered prompt, whole and streamed" * needs(chat_templates())) {
+TEST_CASE("chat completions equal completions of the rendered prompt, whole and streamed") {
   const std::string tpl = temp_dir() + "/chat.jinja";
   {
     std::ofstream(tpl) << kTemplate;
@@ -133,4 +133,20 @@ TEST_CASE("chat responses and chunks have OpenAI's shape") {
   // Invalid UTF-8 in text is replaced, not thrown.
   mid.text = "\xff";
   CHECK(dump(chunk_json(h, mid, ResponseOptions{})).find("\xef\xbf\xbd") != std::string::npos);
+}
+
+TEST_CASE("a template that prints bos_token gets one BOS, not two") {
+  const std::string tpl = temp_dir() + "/bos.jinja";
+  {
+    std::ofstream(tpl) << "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}";
+  }
+  ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf"), "--chat-template", tpl});
+  auto c = server.client();
+  auto plain = post_json(c, "/v1/completions", json{{"prompt", "Hello world"}, {"max_tokens", 4}, {"temperature", 0}, {"return_token_ids", true}}.dump());
+  REQUIRE_MESSAGE(plain.status == 200, plain.text);
+  auto chat = post_json(c, "/v1/chat/completions",
+                        json{{"messages", {{{"role", "user"}, {"content", "Hello world"}}}}, {"max_tokens", 4}, {"temperature", 0}, {"return_token_ids", true}}.dump());
+  REQUIRE_MESSAGE(chat.status == 200, chat.text);
+  CHECK(chat.body["usage"]["prompt_tokens"] == plain.body["usage"]["prompt_tokens"]);
+  CHECK(chat.body["choices"][0]["token_ids"] == plain.body["choices"][0]["token_ids"]);
 }

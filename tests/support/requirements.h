@@ -54,16 +54,6 @@ inline const Requirement& node_oracle() {
   return r;
 }
 
-// /v1/chat/completions renders the model's chat template through
-// tessera::ChatTemplate; until that is wired into tools/tessera/serve_chat.cpp
-// (render_chat_prompt), the chat cases that need rendering are skipped.
-inline const Requirement& chat_templates() {
-  static const Requirement r = announce(
-      {"the chat cases that render a template",
-       "tessera::ChatTemplate is not wired into tools/tessera/serve_chat.cpp yet (render_chat_prompt returns an error)"});
-  return r;
-}
-
 // The server tests that check raw SSE framing run curl.
 inline const Requirement& curl_tool() {
   static const Requirement r = announce(

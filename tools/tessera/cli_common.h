@@ -33,6 +33,8 @@ Subcommand add_info(CLI::App& app);
 Subcommand add_tokenize(CLI::App& app);
 Subcommand add_ir(CLI::App& app);
 Subcommand add_serve(CLI::App& app);
+Subcommand add_batch(CLI::App& app);
+Subcommand add_template(CLI::App& app);
 // `bench serve`, a subcommand of `bench`, and what runs it.
 CLI::App* add_bench_serve(CLI::App& bench);
 int bench_serve_main();

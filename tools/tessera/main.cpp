@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tessera: LLM inference runtime"};
   app.require_subcommand(1);
   std::vector<Subcommand> subs = {add_run(app), add_convert(app), add_devices(app), add_bench(app), add_ir(app),
-                                  add_info(app), add_tokenize(app), add_serve(app)};
+                                  add_info(app), add_tokenize(app), add_serve(app), add_batch(app), add_template(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

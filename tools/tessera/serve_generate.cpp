@@ -141,20 +141,19 @@ std::variant<std::unique_ptr<Generation>, HttpError> Generation::start(ServerCon
   const int32_t context = engine->max_context();
 
   if (chat) {
-    if (opt.chat_template.empty())
+    const std::string chat_template = opt.chat_template.empty() ? engine->chat_template() : opt.chat_template;
+    if (chat_template.empty())
       return HttpError{400, "the model '" + opt.served_model_name +
                                 "' has no chat template, which /v1/chat/completions needs (give one with --chat-template FILE, or use /v1/completions)",
                        "invalid_request_error", "messages"};
     json vars;
     vars["messages"] = p.messages;
     vars["add_generation_prompt"] = true;
-    vars["bos_token"] = "";
-    vars["eos_token"] = "";
-    auto text = render_chat_prompt(opt.chat_template, vars);
-    if (!text) {
-      if (text.status().code() == StatusCode::unsupported) return HttpError{501, text.status().message(), "not_implemented", ""};
+    vars["bos_token"] = engine->token_text(engine->bos_id());
+    vars["eos_token"] = engine->token_text(engine->eos_id());
+    auto text = render_chat_prompt(chat_template, vars);
+    if (!text)
       return HttpError{400, "the chat template refused the messages: " + text.status().message(), "invalid_request_error", "messages"};
-    }
     p.prompts.push_back(std::move(*text));
   }
   for (size_t i = 0; i < p.prompts.size(); ++i) {
@@ -164,7 +163,7 @@ std::variant<std::unique_ptr<Generation>, HttpError> Generation::start(ServerCon
     if (const auto* text = std::get_if<std::string>(&p.prompts[i])) {
       if (!engine->has_tokenizer())
         return HttpError{400, "'" + name + "': the model '" + opt.served_model_name + "' has no tokenizer; send token ids", "invalid_request_error", name};
-      auto enc = engine->encode(*text);
+      auto enc = chat ? engine->encode_chat(*text) : engine->encode(*text);
       if (!enc) return HttpError{400, "'" + name + "': " + enc.status().message(), "invalid_request_error", name};
       ids = std::move(*enc);
       echo = *text;

@@ -14,7 +14,7 @@ struct ServeOptions {
   int port = 8080;  // 0: any free port (printed)
   std::string api_key;            // empty: no authentication
   std::string served_model_name;  // the name clients send as "model"
-  std::string chat_template;      // the template's source; empty: the model has none
+  std::string chat_template;      // --chat-template's source; empty: the model's own (Engine::chat_template)
   EngineOptions engine;
   RequestLimits limits;
   size_t max_body_bytes = 8u << 20;
