@@ -75,11 +75,16 @@ bool Scheduler::admit(Sequence& s) {
 // beyond the running decodes, so that the queue moves even when the decodes
 // alone fill the TPOT target.
 constexpr int32_t kSloMinPrefillTokens = 16;
+// Steps are planned to this share of the TPOT target: a request's TPOT is
+// the mean of its steps, and steps scatter around the fitted line (other
+// load on the machine, attention growing with context), so a plan at the
+// target itself would miss it about half the time.
+constexpr double kSloStepShare = 0.75;
 
 int32_t Scheduler::slo_token_budget() const {
   int32_t decodes = 0;
   for (const Sequence* s : running_) decodes += s->pending() <= 1 ? 1 : 0;
-  const int32_t fit = cost_.tokens_within(config_.slo_tpot_ms);
+  const int32_t fit = cost_.tokens_within(kSloStepShare * config_.slo_tpot_ms);
   if (decodes == 0) return config_.max_num_batched_tokens;  // nothing's TPOT to protect
   return std::min(config_.max_num_batched_tokens, std::max(fit, decodes + kSloMinPrefillTokens));
 }
@@ -137,7 +142,7 @@ Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time
     Sequence* s = waiting_.front();
     if (slots + s->slots() > config_.max_num_seqs) break;
     // slo: one more sequence must leave the decode step within the TPOT target.
-    if (slo && slots > 0 && cost_.predict_ms(slots + s->slots()) > config_.slo_tpot_ms) break;
+    if (slo && slots > 0 && cost_.predict_ms(slots + s->slots()) > kSloStepShare * config_.slo_tpot_ms) break;
     if (!admit(*s)) break;
     const int32_t take = chunk_for(*s, budget);
     if (take <= 0 || !try_reserve(*s, s->num_computed + take, &out->copies)) {

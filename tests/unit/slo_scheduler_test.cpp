@@ -126,7 +126,7 @@ TEST_CASE("slo: admission stops where one more sequence would take the decode st
   c.max_num_batched_tokens = 1024;
   c.policy = SchedulePolicy::slo;
   c.slo_ttft_ms = 1e6;
-  c.slo_tpot_ms = 60;  // 20 + 5 n <= 60: at most 8 decoding sequences
+  c.slo_tpot_ms = 80;  // planned to 0.75 of it: 20 + 5 n <= 60, at most 8 decoding sequences
   Scheduler s(c, blocks, nullptr);
   teach(s, 20, 5);
   const auto now = Clock::now();
@@ -160,7 +160,7 @@ TEST_CASE("slo: with sequences decoding, a step's prompt tokens are capped at wh
   c.max_num_batched_tokens = 512;
   c.policy = SchedulePolicy::slo;
   c.slo_ttft_ms = 1e6;
-  c.slo_tpot_ms = 120;  // 20 + 1 n <= 120: 100 tokens a step
+  c.slo_tpot_ms = 160;  // planned to 0.75 of it: 20 + 1 n <= 120, 100 tokens a step
   Scheduler s(c, blocks, nullptr);
   teach(s, 20, 1);
   const auto now = Clock::now();
