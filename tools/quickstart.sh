@@ -24,6 +24,8 @@ packages=(g++ cmake ninja-build pkg-config libdnnl-dev ocl-icd-opencl-dev doctes
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 # Python's jinja2 is the chat-template tests' oracle (../shared/tools/render_chat_template.py); tests only.
 [ "$mode" = test ] && packages+=(python3-jinja2)
+# clang and its libFuzzer runtime: the server's request parser is fuzzed in the tests (tests/fuzz).
+[ "$mode" = test ] && packages+=(clang-14 libclang-rt-14-dev)
 
 install_missing() {
   local missing=()
