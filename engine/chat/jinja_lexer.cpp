@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/tokenizer/unicode.h"
+
 namespace tessera::chat {
 namespace {
 
@@ -15,17 +17,6 @@ int count_lines(const std::string& s, size_t from, size_t to) {
   return n;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) out += static_cast<char>(cp);
-  else if (cp < 0x800) { out += static_cast<char>(0xc0 | (cp >> 6)); out += static_cast<char>(0x80 | (cp & 0x3f)); }
-  else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12)); out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18)); out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f)); out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
 
 class Lexer {
  public:
@@ -297,7 +288,7 @@ class Lexer {
             pos_ = s_.size();
             return false;
           }
-          append_utf8(value, cp);
+          unicode::append_utf8(value, cp);
           p += width;
           break;
         }

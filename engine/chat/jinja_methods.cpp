@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "engine/chat/jinja_builtins.h"
+#include "engine/tokenizer/unicode.h"
 
 namespace tessera::chat {
 
@@ -389,17 +390,6 @@ uint32_t decode_one(const std::string& c) {
   return cp;
 }
 
-void encode_one(std::string& out, uint32_t cp) {
-  if (cp < 0x80) out += static_cast<char>(cp);
-  else if (cp < 0x800) { out += static_cast<char>(0xc0 | (cp >> 6)); out += static_cast<char>(0x80 | (cp & 0x3f)); }
-  else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12)); out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18)); out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f)); out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
 
 // Python's case mapping for ASCII, Latin-1, Latin Extended-A, Greek and
 // Cyrillic; other code points are left as they are.
@@ -445,7 +435,7 @@ std::string map_case(const std::string& s, bool upper) {
     if (!upper && cp == 0x130) { out += "i\xcc\x87"; continue; }  // İ
     const uint32_t m = upper ? to_upper_cp(cp) : to_lower_cp(cp);
     if (m == cp) out += c;
-    else encode_one(out, m);
+    else unicode::append_utf8(out, m);
   }
   return out;
 }
