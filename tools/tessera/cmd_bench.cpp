@@ -129,13 +129,7 @@ int serving_main() {
   ServingBenchOptions o;
   o.model = model_options();
   o.concurrency = f.concurrency > 0 ? f.concurrency : 1;
-  o.max_num_batched_tokens = f.engine.max_num_batched_tokens;
-  o.max_prefill_chunk = f.engine.max_prefill_chunk;
-  o.kv_cache_memory = f.engine.kv_cache_memory;
-  o.prefix_caching = !f.engine.no_prefix_cache;
-  o.schedule = f.engine.schedule;
-  o.slo_ttft_ms = f.engine.slo_ttft_ms;
-  o.slo_tpot_ms = f.engine.slo_tpot_ms;
+  f.engine.apply(o);
   o.prefix_tokens = f.prefix_tokens;
   o.long_prompt_tokens = f.long_prompt_tokens;
   auto report = run_serving_bench(o, log_line);

@@ -146,13 +146,7 @@ int serve_bench_main() {
     so.model.prompt_tokens = longest_in;
     so.model.gen_tokens = longest_out;
     so.concurrency = f.engine.max_num_seqs;
-    so.max_num_batched_tokens = f.engine.max_num_batched_tokens;
-    so.max_prefill_chunk = f.engine.max_prefill_chunk;
-    so.kv_cache_memory = f.engine.kv_cache_memory;
-    so.prefix_caching = !f.engine.no_prefix_cache;
-    so.schedule = f.engine.schedule;
-    so.slo_ttft_ms = f.engine.slo_ttft_ms;
-    so.slo_tpot_ms = f.engine.slo_tpot_ms;
+    f.engine.apply(so);
     auto t = open_engine_load_target(so, log_line);
     if (!t) return fail(t.status());
     target = std::move(*t);

@@ -70,4 +70,14 @@ EngineOptions EngineFlags::options(ModelOptions model) const {
   return eo;
 }
 
+void EngineFlags::apply(ServingBenchOptions& o) const {
+  o.max_num_batched_tokens = max_num_batched_tokens;
+  o.max_prefill_chunk = max_prefill_chunk;
+  o.kv_cache_memory = kv_cache_memory;
+  o.prefix_caching = !no_prefix_cache;
+  o.schedule = schedule;
+  o.slo_ttft_ms = slo_ttft_ms;
+  o.slo_tpot_ms = slo_tpot_ms;
+}
+
 }  // namespace tessera::cli

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include <tessera/bench.h>
 #include <tessera/engine.h>
 
 namespace CLI {
@@ -33,6 +34,9 @@ struct EngineFlags {
   bool max_num_seqs_given = false;  // set by add()'s callback when the flag was on the command line
   void add(CLI::App& app, bool max_num_seqs_flag = true);
   EngineOptions options(ModelOptions model) const;
+  // The same limits, memory and schedule for the benches' engine (`bench
+  // --concurrency`, `bench serve`).
+  void apply(ServingBenchOptions& o) const;
 };
 
 }  // namespace tessera::cli
