@@ -32,8 +32,9 @@ struct BatchFlags {
 
 using Json = nlohmann::ordered_json;
 
-// A line's output: OpenAI's batch output object.
-std::string output_line(const BatchLine& l, int status, const Json& body) {
+// OpenAI's batch output object for line l: its id and custom_id (or, with
+// none, custom_id null and the line number: BatchJournal::key_of reads both).
+Json output_head(const BatchLine& l) {
   Json j;
   j["id"] = "batch_req_" + std::to_string(l.line);
   if (l.custom_id.empty()) {
@@ -42,20 +43,20 @@ std::string output_line(const BatchLine& l, int status, const Json& body) {
   } else {
     j["custom_id"] = l.custom_id;
   }
+  return j;
+}
+
+// An answer: the status and body the server would have sent.
+std::string output_line(const BatchLine& l, int status, const Json& body) {
+  Json j = output_head(l);
   j["response"] = {{"status_code", status}, {"request_id", "req_" + std::to_string(l.line)}, {"body", body}};
   j["error"] = nullptr;
   return dump(j);
 }
 
+// A line that is not a request.
 std::string refused_line(const BatchLine& l, const std::string& message) {
-  Json j;
-  j["id"] = "batch_req_" + std::to_string(l.line);
-  if (l.custom_id.empty()) {
-    j["custom_id"] = nullptr;
-    j["line"] = l.line;
-  } else {
-    j["custom_id"] = l.custom_id;
-  }
+  Json j = output_head(l);
   j["response"] = nullptr;
   j["error"] = {{"code", "invalid_request"}, {"message", message}};
   return dump(j);
