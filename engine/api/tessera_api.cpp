@@ -1,7 +1,13 @@
 // Model and Generation: the public face of ModelRunner and Session.
 #include "tessera/tessera.h"
 
+#include <filesystem>
+#include <string_view>
+
+#include "backends/cpu/cpu_device.h"
+#include "core/thread_pool.h"
 #include "engine/api/model_impl.h"
+#include "engine/bench/synthetic_model.h"
 #include "engine/models/load_model.h"
 
 namespace tessera {
@@ -9,9 +15,31 @@ namespace tessera {
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
 
+namespace {
+
+constexpr std::string_view kSyntheticPrefix = "synthetic";
+
+// A model file, or "synthetic[:TYPE]": the bench's synthetic llama (random
+// weights of TYPE, q8_0 by default, vocab 32,000; engine/bench/synthetic_model.h),
+// so that serving and the CLI can be measured at a real model's size
+// without a file. It has no tokenizer: pair it with -z (Llama 2's
+// 32,000-token tokenizer.bin fits) or drive it with token ids.
+Expected<ModelWeights> open_weights(const std::string& path) {
+  if (path.rfind(kSyntheticPrefix, 0) != 0 || std::filesystem::exists(path)) return load_model(path);
+  std::string type = path.substr(kSyntheticPrefix.size());
+  if (type.empty()) type = "q8_0";
+  else if (type[0] == ':') type.erase(0, 1);
+  else return load_model(path);
+  TS_ASSIGN_OR_RETURN(const DType dtype, synthetic_weight_type(type, "-m " + path));
+  ThreadPool pool(cpu::default_cpu_threads());
+  return make_synthetic_llama(default_bench_spec(dtype), pool);
+}
+
+}  // namespace
+
 Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o) {
   LoadedModel m;
-  TS_ASSIGN_OR_RETURN(ModelWeights w, load_model(o.path));
+  TS_ASSIGN_OR_RETURN(ModelWeights w, open_weights(o.path));
   auto weights = std::make_shared<ModelWeights>(std::move(w));
   if (!o.tokenizer_path.empty()) {
     TS_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load_file(o.tokenizer_path, weights->config.vocab_size));

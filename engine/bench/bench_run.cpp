@@ -125,11 +125,9 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
 
 Expected<std::shared_ptr<const ModelWeights>> load_bench_weights(const BenchOptions& o, ThreadPool& pool,
                                                                   void (*log)(const std::string&)) {
-  const auto type = dtype_from_name(o.synthetic_type);
-  if (!type || (*type != DType::q8_0 && *type != DType::q4_0 && *type != DType::f16 && *type != DType::f32))
-    return invalid_argument("--type: '" + o.synthetic_type + "'; expected q8_0, q4_0, f16 or f32");
+  TS_ASSIGN_OR_RETURN(const DType type, synthetic_weight_type(o.synthetic_type, "--type"));
   if (o.model_path.empty()) {
-    const SyntheticSpec spec = default_bench_spec(*type);
+    const SyntheticSpec spec = default_bench_spec(type);
     log("bench: building the synthetic model (" + std::to_string(synthetic_model_bytes(spec) >> 20) + " MiB of " +
         o.synthetic_type + " weights)");
     TS_ASSIGN_OR_RETURN(ModelWeights w, make_synthetic_llama(spec, pool));

@@ -222,6 +222,13 @@ std::shared_ptr<const void> allocate_storage(uint64_t bytes) {
 
 }  // namespace
 
+Expected<DType> synthetic_weight_type(const std::string& name, const std::string& what) {
+  const auto type = dtype_from_name(name);
+  if (!type || (*type != DType::q8_0 && *type != DType::q4_0 && *type != DType::f16 && *type != DType::f32))
+    return invalid_argument(what + ": '" + name + "'; expected q8_0, q4_0, f16 or f32");
+  return *type;
+}
+
 SyntheticSpec default_bench_spec(DType weight_type) {
   SyntheticSpec s;
   s.weight_type = weight_type;

@@ -5,6 +5,7 @@
 // codes under one fixed f16 scale per tensor), so building never holds a
 // float copy of the model.
 #include <cstdint>
+#include <string>
 
 #include "core/dtype.h"
 #include "core/parallel.h"
@@ -29,6 +30,10 @@ struct SyntheticSpec {
 //     3,050,506,240 params, 1,716,592,640 bytes (1.72 GB), instead of the
 //     24-layer 895,164,416 bytes, so every bench model is >= 1.5 GiB.
 SyntheticSpec default_bench_spec(DType weight_type = DType::q8_0);
+
+// The bench model's weight type by name: q8_0, q4_0, f16 or f32; otherwise
+// invalid_argument naming `what` (the flag or path it came from).
+Expected<DType> synthetic_weight_type(const std::string& name, const std::string& what);
 
 // Bytes make_synthetic_llama will allocate for `spec` (tensor starts are
 // 64-byte aligned); 0 when the spec is invalid.

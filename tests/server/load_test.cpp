@@ -142,3 +142,31 @@ TEST_CASE("concurrent streaming clients with random disconnects leave no errors 
   CHECK(post_json(c, "/v1/completions", R"({"prompt": [1, 2], "max_tokens": 3})").status == 200);
   CHECK(server.stop() == 0);
 }
+
+TEST_CASE("a client that leaves before its whole (non-streamed) response cancels the request") {
+  // llama-2-tiny-random runs ~1 ms a step: 4,000 tokens take seconds, so a
+  // request still running when it is cancelled ends as abort, not length.
+  // EOS is biased away so that nothing but the cancellation ends it early.
+  ServerProcess server({"-m", model_path("llama-2-tiny-random.gguf")});
+  const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 4000, "temperature": 0, "logit_bias": {"2": -100}})";
+  {
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(0, 300 * 1000);  // gives up after 0.3 s, closing its socket
+    auto r = c.Post("/v1/completions", body, "application/json");
+    REQUIRE_FALSE(r);
+  }
+  auto c = server.client();
+  std::map<std::string, double> m;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  do {
+    m = scrape(c);
+    if (m["tessera:e2e_request_latency_seconds_count"] == 1 && m["tessera:num_requests_running"] == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
+  CHECK(m["tessera:num_requests_running"] == 0);
+  CHECK(m["tessera:kv_cache_usage_perc"] == 0);
+  CHECK(m["tessera:request_success_total{finished_reason=\"abort\"}"] == 1);
+  CHECK(m["tessera:request_success_total{finished_reason=\"length\"}"] == 0);
+  CHECK(m["tessera:request_generation_tokens_sum"] < 4000);
+  CHECK(server.stop() == 0);
+}

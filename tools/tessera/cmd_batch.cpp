@@ -160,7 +160,7 @@ int batch_main() {
             write(l, output_line(l, e->status, error_json(e->message, e->type, e->param)), 0);
             continue;
           }
-          auto result = std::get<std::unique_ptr<Generation>>(started)->complete();
+          auto result = std::get<std::unique_ptr<Generation>>(started)->complete([] { return false; });
           if (auto* e = std::get_if<HttpError>(&result)) write(l, output_line(l, e->status, error_json(e->message, e->type, e->param)), 0);
           else {
             const std::string& text = std::get<std::string>(result);
@@ -180,7 +180,7 @@ int batch_main() {
 
 Subcommand add_batch(CLI::App& app) {
   CLI::App* s = app.add_subcommand("batch", "run an OpenAI Batch file (JSONL) through the engine for throughput; resumable (docs/server.md)");
-  s->add_option("-m,--model", f.model, "model file (GGUF or llama2.c .bin)")->required();
+  s->add_option("-m,--model", f.model, "model file (GGUF or llama2.c .bin), or synthetic[:TYPE], the bench model")->required();
   s->add_option("input", f.input, "requests, one a line: {custom_id, method, url, body}")->required();
   s->add_option("-o,--output", f.output, "answers, one a line; an existing file is resumed")->required();
   s->add_option("-z,--tokenizer", f.tokenizer, "llama2.c tokenizer.bin (default: the model's own)");

@@ -48,7 +48,7 @@ Subcommand add_serve(CLI::App& app) {
   CLI::App* s = app.add_subcommand("serve", "serve a model over an OpenAI-compatible HTTP API (docs/server.md)");
   ServeOptions& o = f.serve;
   o.threads = 0;
-  s->add_option("-m,--model", f.model, "model file (GGUF or llama2.c .bin)")->required();
+  s->add_option("-m,--model", f.model, "model file (GGUF or llama2.c .bin), or synthetic[:TYPE], the bench model")->required();
   s->add_option("-z,--tokenizer", f.tokenizer, "llama2.c tokenizer.bin (default: the model's own)");
   s->add_option("--host", o.host, "address to listen on (default 127.0.0.1)");
   s->add_option("--port", o.port, "port to listen on; 0 picks a free one (default 8080)")->check(CLI::Range(0, 65535));

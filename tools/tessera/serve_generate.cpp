@@ -250,7 +250,7 @@ std::variant<std::unique_ptr<Generation>, HttpError> Generation::start(ServerCon
   return g;
 }
 
-std::variant<std::string, HttpError> Generation::complete() {
+std::variant<std::string, HttpError> Generation::complete(const std::function<bool()>& client_gone) {
   State& s = *state_;
   {
     std::unique_lock lock(s.mu);
@@ -259,11 +259,15 @@ std::variant<std::string, HttpError> Generation::complete() {
       for (const auto& e : s.events)
         if (e.second.finish != FinishReason::none) ++s.sequences_ended;
       s.events.clear();
-      if (s.ctx->cancel_epoch.load() != s.epoch) {
-        lock.unlock();
+      if (s.sequences_ended == s.choices()) break;
+      const bool shutdown = s.ctx->cancel_epoch.load() != s.epoch;
+      lock.unlock();
+      if (!shutdown && client_gone()) {
         s.cancel_all();
-        lock.lock();
+        return HttpError{499, "the client closed the connection", "cancelled", ""};
       }
+      if (shutdown) s.cancel_all();
+      lock.lock();
     }
   }
   std::vector<ChoiceOutput> choices;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,7 +48,9 @@ class Generation {
 
   bool streaming() const;
   // Not streamed: waits for every sequence; the response body or the error.
-  std::variant<std::string, HttpError> complete();
+  // client_gone is asked between waits: once it says yes, every sequence
+  // ends and the error is 499 (nobody reads it).
+  std::variant<std::string, HttpError> complete(const std::function<bool()>& client_gone);
   // Streamed: appends the SSE events that are ready (waiting at most
   // `wait` for one); false once the last ("data: [DONE]") was appended.
   bool next_events(std::string* out, std::chrono::milliseconds wait);

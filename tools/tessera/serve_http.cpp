@@ -11,6 +11,7 @@
 #include <ctime>
 #include <thread>
 
+#include "tools/tessera/connection_probe.h"
 #include "tools/tessera/openai_response.h"
 #include "tools/tessera/serve_generate.h"
 
@@ -61,7 +62,8 @@ struct Server {
     if (auto* e = std::get_if<HttpError>(&started)) return send_error(res, *e);
     std::shared_ptr<Generation> g = std::move(std::get<std::unique_ptr<Generation>>(started));
     if (!g->streaming()) {
-      auto body = g->complete();
+      ConnectionProbe probe(req.remote_addr, req.remote_port);
+      auto body = g->complete([&] { return probe.client_gone(); });
       if (auto* e = std::get_if<HttpError>(&body)) return send_error(res, *e);
       res.status = 200;
       res.set_content(std::get<std::string>(body), "application/json");
