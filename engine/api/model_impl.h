@@ -48,6 +48,7 @@ struct LoadedModel {
 // `tokenizer_path` (a string, or the "default" entry of a list of named
 // templates); empty when there is no such file or field.
 std::string chat_template_beside(const std::string& tokenizer_path);
+// Loads the file (or synthetic model) and its tokenizer.
 Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o);
 RunnerOptions runner_options(const ModelOptions& o);
 Expected<std::vector<int32_t>> encode_prompt(const Tokenizer* tok, const std::string& source, const std::string& text);

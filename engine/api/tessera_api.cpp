@@ -2,6 +2,7 @@
 #include "tessera/tessera.h"
 
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
 #include "backends/cpu/cpu_device.h"
@@ -15,22 +16,21 @@ namespace tessera {
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
 
+std::optional<std::string> synthetic_model_type(const std::string& path) {
+  constexpr std::string_view kPrefix = "synthetic";
+  if (path.rfind(kPrefix, 0) != 0 || std::filesystem::exists(path)) return std::nullopt;
+  if (path.size() == kPrefix.size()) return "q8_0";
+  if (path[kPrefix.size()] != ':') return std::nullopt;
+  return path.substr(kPrefix.size() + 1);
+}
+
 namespace {
 
-constexpr std::string_view kSyntheticPrefix = "synthetic";
-
-// A model file, or "synthetic[:TYPE]": the bench's synthetic llama (random
-// weights of TYPE, q8_0 by default, vocab 32,000; engine/bench/synthetic_model.h),
-// so that serving and the CLI can be measured at a real model's size
-// without a file. It has no tokenizer: pair it with -z (Llama 2's
-// 32,000-token tokenizer.bin fits) or drive it with token ids.
+// A model file, or the synthetic model synthetic_model_type names.
 Expected<ModelWeights> open_weights(const std::string& path) {
-  if (path.rfind(kSyntheticPrefix, 0) != 0 || std::filesystem::exists(path)) return load_model(path);
-  std::string type = path.substr(kSyntheticPrefix.size());
-  if (type.empty()) type = "q8_0";
-  else if (type[0] == ':') type.erase(0, 1);
-  else return load_model(path);
-  TS_ASSIGN_OR_RETURN(const DType dtype, synthetic_weight_type(type, "-m " + path));
+  const std::optional<std::string> type = synthetic_model_type(path);
+  if (!type) return load_model(path);
+  TS_ASSIGN_OR_RETURN(const DType dtype, synthetic_weight_type(*type, "-m " + path));
   ThreadPool pool(cpu::default_cpu_threads());
   return make_synthetic_llama(default_bench_spec(dtype), pool);
 }

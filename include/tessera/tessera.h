@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,8 +21,16 @@
 
 namespace tessera {
 
+// "synthetic[:TYPE]" (when no such file exists) names the bench's synthetic
+// llama (random weights of TYPE, q8_0 by default, vocab 32,000;
+// engine/bench/synthetic_model.h), so that serving and the CLI can be
+// measured at a real model's size without a file; this gives its TYPE, or
+// nullopt for a file. It has no tokenizer: pair it with -z (Llama 2's
+// 32,000-token tokenizer.bin fits) or drive it with token ids.
+TESSERA_API std::optional<std::string> synthetic_model_type(const std::string& path);
+
 struct ModelOptions {
-  std::string path;            // GGUF or llama2.c .bin
+  std::string path;            // GGUF or llama2.c .bin, or synthetic[:TYPE] (synthetic_model_type)
   std::string tokenizer_path;  // Hugging Face tokenizer.json or llama2.c tokenizer.bin; empty: the model file's own
   std::string backend = "cpu";
   int device = 0;

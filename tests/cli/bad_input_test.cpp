@@ -2,7 +2,11 @@
 // file, the field and what was expected. Never a crash or a hang.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <optional>
+
+#include <tessera/tessera.h>
 
 #include "support/cli.h"
 
@@ -33,6 +37,29 @@ std::string stories() { return shared_path("models/stories260K.bin"); }
 
 TEST_CASE("a missing model file is named") {
   check_one_line_error(run_tessera({"run", "-m", "/nonexistent/model.bin", "--prompt-ids", "1"}), {"/nonexistent/model.bin"});
+}
+
+TEST_CASE("-m synthetic[:TYPE] names the bench model where no such file exists, and a wrong TYPE is refused naming the accepted ones") {
+  using tessera::synthetic_model_type;
+  CHECK(synthetic_model_type("synthetic") == std::optional<std::string>("q8_0"));
+  CHECK(synthetic_model_type("synthetic:q4_0") == std::optional<std::string>("q4_0"));
+  CHECK(synthetic_model_type("synthetic:") == std::optional<std::string>(""));
+  CHECK_FALSE(synthetic_model_type("synthetics.gguf").has_value());
+  CHECK_FALSE(synthetic_model_type("model.gguf").has_value());
+  CHECK_FALSE(synthetic_model_type("").has_value());
+  // A file of that name is a file.
+  const std::string file = temp_dir() + "/synthetic:f16";
+  CHECK(synthetic_model_type(file) == std::nullopt);
+  write_bytes("synthetic:f16", "x");
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(temp_dir());
+  CHECK_FALSE(synthetic_model_type("synthetic:f16").has_value());
+  std::filesystem::current_path(cwd);
+
+  check_one_line_error(run_tessera({"run", "-m", "synthetic:q9_9", "--prompt-ids", "1"}),
+                       {"-m synthetic:q9_9", "expected q8_0, q4_0, f16 or f32"});
+  check_one_line_error(run_tessera({"batch", "-m", "synthetic:bf16", "/nonexistent/in.jsonl", "-o", temp_dir() + "/o.jsonl"}),
+                       {"/nonexistent/in.jsonl"});
 }
 
 TEST_CASE("a truncated llama2.c checkpoint is refused with the expected size") {

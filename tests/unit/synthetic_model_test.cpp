@@ -208,3 +208,13 @@ TEST_CASE("invalid synthetic specs are refused with the field named") {
   s.config.vocab_size = 0;
   CHECK(tessera::make_synthetic_llama(s, pf).status().message().find("vocab_size") != std::string::npos);
 }
+
+TEST_CASE("a synthetic weight type other than q8_0, q4_0, f16 and f32 is refused naming the flag and the accepted ones") {
+  for (const char* ok : {"q8_0", "q4_0", "f16", "f32"}) CHECK(tessera::synthetic_weight_type(ok, "-m x").has_value());
+  for (const char* bad : {"", "q4_K", "bf16", "Q8_0 "}) {
+    const auto t = tessera::synthetic_weight_type(bad, "-m synthetic:" + std::string(bad));
+    REQUIRE_FALSE(t.has_value());
+    CHECK(t.status().message().find("-m synthetic:") != std::string::npos);
+    CHECK(t.status().message().find("expected q8_0, q4_0, f16 or f32") != std::string::npos);
+  }
+}

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <tessera/tessera.h>
+
 #include "tools/tessera/cli_common.h"
 #include "tools/tessera/engine_flags.h"
 #include "tools/tessera/serve_http.h"
@@ -25,7 +27,7 @@ int serve_main() {
   // A missing file fails before listening; anything else about it fails when
   // the background load reads it (one line, exit 1).
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(f.model, ec)) return fail(io_error(f.model + ": no such file"));
+  if (!synthetic_model_type(f.model) && !std::filesystem::is_regular_file(f.model, ec)) return fail(io_error(f.model + ": no such file"));
   ServeOptions o = f.serve;
   o.engine = f.engine.options(f.model_flags.options(f.model, f.tokenizer));
   o.engine.max_num_batched_tokens = std::max(o.engine.max_num_batched_tokens, o.engine.max_num_seqs);
