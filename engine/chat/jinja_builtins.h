@@ -11,6 +11,7 @@ namespace tessera::chat {
 Value apply_filter(const std::string& name, const Value& value, CallArgs& args);
 // `value is name(args)`.
 bool apply_test(const std::string& name, const Value& value, CallArgs& args);
+bool has_filter(const std::string& name);  // what apply_filter implements
 bool has_test(const std::string& name);
 
 // `obj.name`: a method or attribute first, then a dict key (jinja2's getattr).

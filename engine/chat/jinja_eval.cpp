@@ -348,6 +348,8 @@ class Interpreter {
 
   Value filter(const Expr& f, const Value& operand, Scope& scope) {
     CallArgs args = eval_args(f, scope);
+    // Only where the parser let an unknown name through (find_unknown_filter_or_test).
+    if (!has_filter(f.name)) throw_template_error("No filter named '" + f.name + "' found.");
     return apply_filter(f.name, operand, args);
   }
 
@@ -398,15 +400,12 @@ class Interpreter {
       }
       case Expr::T::filter: {
         const Value operand = e.args[0] ? eval(*e.args[0], scope) : Value::undefined();
-        if (e.name == "default" || e.name == "d") {
-          // fast path is identical; kept through apply_filter for one implementation
-        }
         return filter(e, operand, scope);
       }
       case Expr::T::test: {
-        if (!has_test(e.name)) throw_template_error("No test named '" + e.name + "'.");
         const Value operand = eval(*e.args[0], scope);
         CallArgs args = eval_args(e, scope);
+        if (!has_test(e.name)) throw_template_error("No test named '" + e.name + "' found.");
         return Value::boolean(apply_test(e.name, operand, args) != e.negated);
       }
       case Expr::T::neg:

@@ -497,6 +497,17 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
   throw_template_error("No filter named '" + name + "'.");
 }
 
+bool has_filter(const std::string& name) {
+  static const char* const names[] = {
+      "tojson", "trim", "length", "count", "lower", "upper", "title", "capitalize", "replace", "join", "first", "last",
+      "list", "items", "map", "select", "reject", "selectattr", "rejectattr", "default", "d", "string", "safe", "int",
+      "float", "abs", "round", "indent", "unique", "sort", "dictsort", "reverse", "batch", "wordcount", "center",
+      "format", "e", "escape", "sum", "min", "max", "attr", "pprint", "truncate", "forceescape"};
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
+}
+
 bool has_test(const std::string& name) {
   static const char* const names[] = {
       "defined", "undefined", "none", "string", "number", "integer", "float", "mapping", "iterable", "sequence",
@@ -575,17 +586,8 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& args) {
   }
   if (name == "escaped") return false;
   if (name == "filter" || name == "test") {
-    static const char* const filters[] = {"tojson", "trim", "length", "count", "lower", "upper", "title", "capitalize",
-                                          "replace", "join", "first", "last", "list", "items", "map", "select", "reject",
-                                          "selectattr", "rejectattr", "default", "d", "string", "safe", "int", "float",
-                                          "abs", "round", "indent", "unique", "sort", "dictsort", "reverse", "batch",
-                                          "wordcount", "center", "format", "e", "escape", "sum", "min", "max", "attr",
-                                          "pprint", "truncate", "forceescape"};
     const std::string n = to_str(v);
-    if (name == "test") return has_test(n);
-    for (const char* f : filters)
-      if (n == f) return true;
-    return false;
+    return name == "test" ? has_test(n) : has_filter(n);
   }
   throw_template_error("No test named '" + name + "'.");
 }

@@ -1,5 +1,7 @@
 #include "engine/chat/jinja_parser.h"
 
+#include "engine/chat/jinja_names.h"
+
 #include <charconv>
 #include <cstdlib>
 #include <initializer_list>
@@ -726,7 +728,9 @@ ParseResult parse_template(const std::string& raw_source) {
   if (!lex.error.empty()) return {nullptr, lex.error};
   try {
     Parser p(std::move(lex.tokens));
-    return {p.program(), ""};
+    std::shared_ptr<Program> program = p.program();
+    if (auto unknown = find_unknown_filter_or_test(*program)) return {nullptr, "line " + std::to_string(unknown->first) + ": " + unknown->second};
+    return {program, ""};
   } catch (const SyntaxError& e) {
     return {nullptr, "line " + std::to_string(e.line) + ": " + e.message};
   }

@@ -144,6 +144,30 @@ TEST_CASE("template: a syntax error is one line naming the file and the line, wi
   CHECK(r.err_lines()[0].find("line 3") != std::string::npos);
 }
 
+TEST_CASE("template: an unknown filter or test outside an if or conditional expression refuses the template when it is parsed, as jinja2's compiler does") {
+  // Each refused by jinja2 3.1's compiler with TemplateAssertionError (checked by hand with python3-jinja2);
+  // the soft-frame cases that wait until they run are in data/chat_templates/soft_frames.jinja.
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"{{ x | nosuch }}", "No filter named 'nosuch'."},
+      {"a\n{% if a %}{% for m in b %}{{ m | nosuch }}{% endfor %}{% endif %}", "No filter named 'nosuch'."},
+      {"{% if a %}{% set x %}{{ 1 | nosuch }}{% endset %}{% endif %}", "No filter named 'nosuch'."},
+      {"{% if a %}{% macro q(x=1|nosuch) %}{% endmacro %}{% endif %}", "No filter named 'nosuch'."},
+      {"{% for m in b %}{{ m is nosuch }}{% endfor %}", "No test named 'nosuch'."},
+  };
+  const std::string c = write_temp("names.json", R"([{"a": true, "b": [1]}])");
+  for (size_t i = 0; i < refused.size(); ++i) {
+    const std::string& src = refused[i].first;
+    const std::string t = write_temp("names" + std::to_string(i) + ".jinja", src);
+    const CliResult r = run_tessera({"template", t, "--cases", c});
+    CAPTURE(src);
+    CHECK(r.exit_code != 0);
+    CHECK(r.out.empty());
+    REQUIRE(r.err_lines().size() == 1);
+    CHECK(r.err_lines()[0].find(refused[i].second) != std::string::npos);
+    CHECK(r.err_lines()[0].find(i == 1 ? "line 2" : "line 1") != std::string::npos);
+  }
+}
+
 TEST_CASE("template: a missing template or cases file that is not JSON is one line naming the file") {
   const std::string good = write_temp("good.jinja", "x");
   const std::string bad_json = write_temp("bad_cases.json", "[{");
