@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/chat/jinja_builtins.h"
+#include "engine/chat/jinja_markup.h"
 
 namespace tessera::chat {
 namespace {
@@ -47,7 +48,9 @@ Value repeat(const Value& seq, int64_t n) {
   if (seq.is_string()) {
     std::string out;
     for (int64_t k = 0; k < n; ++k) out += seq.s;
-    return Value::string(std::move(out));
+    Value r = Value::string(std::move(out));
+    r.markup = seq.markup;
+    return r;
   }
   List out;
   for (int64_t k = 0; k < n; ++k) out.insert(out.end(), seq.list->begin(), seq.list->end());
@@ -63,7 +66,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   if (op == "+") {
     if (ints) return Value::integer(as_int(a) + as_int(b));
     if (nums) return Value::floating(as_double(a) + as_double(b));
-    if (a.is_string() && b.is_string()) return Value::string(a.s + b.s);
+    if (a.is_string() && b.is_string()) return a.markup || b.markup ? concat_markup(a, b) : Value::string(a.s + b.s);
+    if ((a.is_string() && a.markup) || (b.is_string() && b.markup)) unsupported_operands("+", a, b);  // Markup.__add__: NotImplemented
     if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
       List out = *a.list;
       out.insert(out.end(), b.list->begin(), b.list->end());

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/chat/jinja_builtins.h"
+#include "engine/chat/jinja_markup.h"
 
 namespace tessera::chat {
 namespace {
@@ -90,21 +91,6 @@ Value python_round(const Value& v, int64_t precision, const std::string& method)
   return Value::floating(r);
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // Python's `fmt % args` for %s, %r, %d, %i, %f and %%.
 std::string percent_format(const std::string& fmt, const List& args) {
   std::string out;
@@ -166,6 +152,14 @@ Value select_like(const Value& value, CallArgs& args, bool by_attr, bool keep) {
 }  // namespace
 
 Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
+  if (v.is_string() && v.markup && name != "safe" && filter_keeps_markup(name)) {
+    Value text = v;
+    text.markup = false;
+    if (name == "format" || name == "replace") escape_string_args(args);
+    Value r = apply_filter(name, text, args);
+    if (r.is_string()) r.markup = true;
+    return r;
+  }
   if (name == "tojson") {
     DumpOptions o;
     const Value indent = args.get(1, "indent");
@@ -290,7 +284,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
     return v;
   }
   if (name == "string") return Value::string(to_str(v));
-  if (name == "safe") return Value::string(to_str(v));  // Markup(value) is a str
+  if (name == "safe") return markup(to_str(v));
   if (name == "int") {
     const Value def = args.has(0, "default") ? args.get(0, "default") : Value::integer(0);
     if (is_intlike(v)) return Value::integer(v.kind == Kind::boolean ? v.b : v.i);
@@ -449,7 +443,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
     List fa = args.pos;
     return Value::string(percent_format(as_text(v), fa));
   }
-  if (name == "e" || name == "escape" || name == "forceescape") return Value::string(html_escape(as_text(v)));
+  if (name == "e" || name == "escape") return escape_markup(v);
+  if (name == "forceescape") return markup(html_escape(as_text(v)));
   if (name == "sum") {
     const Value attr = args.get(0, "attribute");
     Value total = args.has(1, "start") ? args.get(1, "start") : Value::integer(0);
@@ -584,7 +579,7 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& args) {
     }
     return cased;
   }
-  if (name == "escaped") return false;
+  if (name == "escaped") return v.is_string() && v.markup;
   if (name == "filter" || name == "test") {
     const std::string n = to_str(v);
     return name == "test" ? has_test(n) : has_filter(n);

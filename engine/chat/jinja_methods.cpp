@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "engine/chat/jinja_builtins.h"
+#include "engine/chat/jinja_markup.h"
 #include "engine/tokenizer/unicode.h"
 
 namespace tessera::chat {
@@ -475,7 +476,10 @@ std::vector<std::string> py_splitlines(const std::string& s, bool keepends) {
 Value get_attribute(const Value& obj, const std::string& name) {
   Value m;
   switch (obj.kind) {
-    case Kind::string: m = string_method(obj.s, name); break;
+    case Kind::string:
+      m = string_method(obj.s, name);
+      if (obj.markup) m = markup_method(name, std::move(m));
+      break;
     case Kind::dict:
       if (obj.ns) {
         if (const Value* v = obj.find(name)) return *v;
@@ -518,7 +522,9 @@ Value get_item(const Value& obj, const Value& key) {
       const int64_t n = static_cast<int64_t>(cps.size());
       if (k < 0) k += n;
       if (k < 0 || k >= n) return undefined_attribute(obj, key);
-      return Value::string(cps[static_cast<size_t>(k)]);
+      Value c = Value::string(cps[static_cast<size_t>(k)]);
+      c.markup = obj.markup;  // Markup.__getitem__ is wrapped
+      return c;
     }
     default:
       if (key.is_string()) return get_attribute(obj, key.s);
@@ -549,7 +555,11 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     if (obj.is_list()) items.push_back((*obj.list)[static_cast<size_t>(k)]);
     else text += cps[static_cast<size_t>(k)];
   }
-  if (obj.is_string()) return Value::string(std::move(text));
+  if (obj.is_string()) {
+    Value r = Value::string(std::move(text));
+    r.markup = obj.markup;
+    return r;
+  }
   return Value::make_list(std::move(items), obj.tuple);
 }
 

@@ -148,7 +148,7 @@ size_t code_point_count(const std::string& s) {
 
 std::string to_repr(const Value& v) {
   switch (v.kind) {
-    case Kind::string: return string_repr(v.s);
+    case Kind::string: return v.markup ? "Markup(" + string_repr(v.s) + ")" : string_repr(v.s);
     case Kind::list: {
       if (v.range) return v.s;
       std::string out = v.tuple ? "(" : "[";
@@ -195,7 +195,7 @@ std::string type_name(const Value& v) {
     case Kind::boolean: return "bool";
     case Kind::integer: return "int";
     case Kind::floating: return "float";
-    case Kind::string: return "str";
+    case Kind::string: return v.markup ? "Markup" : "str";
     case Kind::list: return v.range ? "range" : v.tuple ? "tuple" : "list";
     case Kind::dict: return v.ns ? "Namespace" : "dict";
     case Kind::function: return "function";

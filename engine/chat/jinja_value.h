@@ -46,6 +46,7 @@ struct Value {
   bool ns = false;         // a namespace(): the one mutable dict
   bool unsafe = false;     // undefined from a sandbox refusal (SecurityError)
   bool range = false;      // a list made by range(): repr is `s`, "range(0, 4)"
+  bool markup = false;     // a string that is markupsafe's Markup (jinja_markup.h)
 
   static Value undefined(std::string hint = {}) { Value v; v.s = std::move(hint); return v; }
   static Value none() { Value v; v.kind = Kind::none; return v; }
