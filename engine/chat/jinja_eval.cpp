@@ -141,7 +141,8 @@ bool contains(const Value& container, const Value& item) {
     case Kind::dict:
       if (item.is_list() && !item.tuple) throw_type_error("unhashable type: 'list'");
       if (item.is_dict()) throw_type_error("unhashable type: 'dict'");
-      return item.is_string() && container.find(item.s) != nullptr;
+      if (item.is_list() || item.is_undefined()) return false;  // tuples: not a key tessera stores
+      return container.find(dict_key(item)) != nullptr;
     default: throw_type_error("argument of type '" + type_name(container) + "' is not iterable");
   }
 }
@@ -375,9 +376,8 @@ class Interpreter {
         for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
           const Value key = eval(*e.args[k], scope);
           Value v = eval(*e.args[k + 1], scope);
-          const std::string ks = to_str(key);
-          if (Value* slot = d.find(ks)) *slot = std::move(v);
-          else d.dict->emplace_back(ks, std::move(v));
+          if (Value* slot = d.find(dict_key(key))) *slot = std::move(v);
+          else d.dict->emplace_back(dict_key_as_written(key), std::move(v));
         }
         return d;
       }

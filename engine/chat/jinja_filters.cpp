@@ -250,7 +250,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
     if (v.is_undefined()) return Value::make_list();
     if (!v.is_dict()) throw_type_error("'" + type_name(v) + "' object has no attribute 'items'");
     List out;
-    for (const auto& [k, x] : *v.dict) out.push_back(Value::make_list({Value::string(k), x}, true));
+    for (const auto& [k, x] : *v.dict) out.push_back(Value::make_list({key_value(k), x}, true));
     return Value::make_list(std::move(out));
   }
   if (name == "map") {
@@ -386,7 +386,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
     const std::string by = args.has(1, "by") ? to_str(args.get(1, "by")) : "key";
     const bool reverse = truthy(args.get(2, "reverse"));
     List items;
-    for (const auto& [k, x] : *v.dict) items.push_back(Value::make_list({Value::string(k), x}, true));
+    for (const auto& [k, x] : *v.dict) items.push_back(Value::make_list({key_value(k), x}, true));
     const size_t at = by == "value" ? 1 : 0;
     std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
       const Value ka = sort_key((*a.list)[at], cs), kb = sort_key((*b.list)[at], cs);

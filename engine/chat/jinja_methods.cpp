@@ -282,14 +282,14 @@ Value dict_method(const Value& d, const std::string& name) {
   if (name == "items") {
     return method([d](CallArgs&) {
       List out;
-      for (const auto& [k, v] : *d.dict) out.push_back(Value::make_list({Value::string(k), v}, true));
+      for (const auto& [k, v] : *d.dict) out.push_back(Value::make_list({key_value(k), v}, true));
       return Value::make_list(std::move(out));
     });
   }
   if (name == "keys") {
     return method([d](CallArgs&) {
       List out;
-      for (const auto& kv : *d.dict) out.push_back(Value::string(kv.first));
+      for (const auto& kv : *d.dict) out.push_back(key_value(kv.first));
       return Value::make_list(std::move(out));
     });
   }
@@ -303,8 +303,7 @@ Value dict_method(const Value& d, const std::string& name) {
   if (name == "get") {
     return method([d](CallArgs& a) {
       const Value key = a.get(0, "key");
-      if (key.is_string())
-        if (const Value* v = d.find(key.s)) return *v;
+      if (const Value* v = d.find(dict_key(key))) return *v;
       const Value def = a.get(1, "default");
       return def.is_undefined() ? Value::none() : def;
     });
@@ -503,6 +502,8 @@ Value get_item(const Value& obj, const Value& key) {
       if (key.is_string()) {
         if (const Value* v = obj.find(key.s)) return *v;
         if (!obj.ns) return get_attribute(obj, key.s);
+      } else if (!obj.ns && (key.is_number() || key.is_none())) {
+        if (const Value* v = obj.find(dict_key(key))) return *v;
       }
       return undefined_attribute(obj, key);
     case Kind::list:

@@ -10,16 +10,31 @@ namespace tessera::chat {
 void throw_template_error(const std::string& message) { throw JinjaError(message, true); }
 void throw_type_error(const std::string& message) { throw JinjaError(message, false); }
 
+namespace {
+
+constexpr char kKeyTag = '\xff';
+
+// A stored key matches a looked-up one when they are equal, or for a
+// non-str key when the stored one is that key plus the tag of how it was
+// written (dict_key_as_written).
+bool same_key(const std::string& stored, const std::string& key) {
+  if (stored == key) return true;
+  return !key.empty() && key[0] == kKeyTag && stored.size() > key.size() && stored.compare(0, key.size(), key) == 0 &&
+         stored[key.size()] == kKeyTag;
+}
+
+}  // namespace
+
 const Value* Value::find(const std::string& key) const {
   if (!dict) return nullptr;
   for (const auto& [k, v] : *dict)
-    if (k == key) return &v;
+    if (same_key(k, key)) return &v;
   return nullptr;
 }
 Value* Value::find(const std::string& key) {
   if (!dict) return nullptr;
   for (auto& [k, v] : *dict)
-    if (k == key) return &v;
+    if (same_key(k, key)) return &v;
   return nullptr;
 }
 
@@ -146,6 +161,58 @@ size_t code_point_count(const std::string& s) {
   return n;
 }
 
+std::string dict_key(const Value& key) {
+  switch (key.kind) {
+    case Kind::string: return key.s;
+    case Kind::boolean: return std::string(1, kKeyTag) + "i" + (key.b ? "1" : "0");
+    case Kind::integer: return std::string(1, kKeyTag) + "i" + std::to_string(key.i);
+    case Kind::floating:
+      if (std::isfinite(key.f) && key.f == std::floor(key.f) && std::fabs(key.f) < 9.2e18)
+        return std::string(1, kKeyTag) + "i" + std::to_string(static_cast<int64_t>(key.f));
+      return std::string(1, kKeyTag) + "f" + float_repr(key.f);
+    case Kind::none: return std::string(1, kKeyTag) + "n";
+    case Kind::undefined: raise_undefined(key);
+    default: break;
+  }
+  throw_type_error("unhashable type: '" + type_name(key) + "'");
+}
+
+std::string dict_key_as_written(const Value& key) {
+  std::string k = dict_key(key);
+  if (key.kind == Kind::boolean) k += std::string(1, kKeyTag) + "b";
+  if (key.kind == Kind::floating && k[1] == 'i') k += std::string(1, kKeyTag) + "f";
+  return k;
+}
+
+Value key_value(const std::string& stored) {
+  if (stored.empty() || stored[0] != kKeyTag) return Value::string(stored);
+  const char tag = stored.size() > 1 ? stored[1] : 'n';
+  const size_t end = stored.find(kKeyTag, 1);
+  const std::string rest = stored.substr(std::min<size_t>(2, stored.size()), end == std::string::npos ? std::string::npos : end - 2);
+  const char written = end == std::string::npos || end + 1 >= stored.size() ? 0 : stored[end + 1];
+  if (tag == 'i') {
+    const int64_t i = std::strtoll(rest.c_str(), nullptr, 10);
+    if (written == 'b') return Value::boolean(i != 0);
+    if (written == 'f') return Value::floating(static_cast<double>(i));
+    return Value::integer(i);
+  }
+  if (tag == 'f') return Value::floating(std::strtod(rest.c_str(), nullptr));
+  return Value::none();
+}
+
+namespace {
+
+// json.dumps writes a non-str key as its JSON text, quoted: 1 -> "1", None -> "null", True -> "true".
+std::string json_key(const std::string& stored) {
+  const Value k = key_value(stored);
+  if (k.is_string()) return json_quote(k.s);
+  if (k.is_none()) return "\"null\"";
+  if (k.kind == Kind::boolean) return k.b ? "\"true\"" : "\"false\"";
+  return json_quote(to_str(k));
+}
+
+}  // namespace
+
 std::string to_repr(const Value& v) {
   switch (v.kind) {
     case Kind::string: return v.markup ? "Markup(" + string_repr(v.s) + ")" : string_repr(v.s);
@@ -166,7 +233,7 @@ std::string to_repr(const Value& v) {
       for (const auto& [k, x] : *v.dict) {
         if (!first) out += ", ";
         first = false;
-        out += string_repr(k) + ": " + to_repr(x);
+        out += to_repr(key_value(k)) + ": " + to_repr(x);
       }
       return out + "}";
     }
@@ -283,7 +350,7 @@ List iterate(const Value& v) {
     case Kind::list: return *v.list;
     case Kind::dict: {
       List out;
-      for (const auto& kv : *v.dict) out.push_back(Value::string(kv.first));
+      for (const auto& kv : *v.dict) out.push_back(key_value(kv.first));
       return out;
     }
     case Kind::string: {
@@ -395,12 +462,13 @@ void dump_into(const Value& v, const DumpOptions& o, int depth, std::string& out
       std::vector<const std::pair<std::string, Value>*> items;
       for (const auto& kv : *v.dict) items.push_back(&kv);
       if (o.sort_keys)
-        std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
+        std::stable_sort(items.begin(), items.end(),
+                         [](auto* a, auto* b) { return compare(key_value(a->first), key_value(b->first), "<") < 0; });
       out += '{';
       for (size_t k = 0; k < items.size(); ++k) {
         if (k) out += o.item_sep;
         if (pretty) newline(depth + 1);
-        out += json_quote(items[k]->first);
+        out += json_key(items[k]->first);
         out += o.key_sep;
         dump_into(items[k]->second, o, depth + 1, out);
       }

@@ -78,6 +78,16 @@ struct CallArgs {
   bool has(size_t index, const std::string& name) const;
 };
 
+// Dict keys. A str key is its own text; any other hashable key (int, bool,
+// float, None) is stored as "\xff" and a tag, which no str key (valid UTF-8)
+// can start with, so {16384: 1024} and {"16384": 1024} stay apart. As in
+// Python, True and 1.0 are the key 1. Lists and dicts are unhashable (TypeError).
+std::string dict_key(const Value& key);
+// The key to store: dict_key, plus how a bool or a whole float was written
+// (Python keeps the first key object: {True: 1} prints as written, and is d[1]).
+std::string dict_key_as_written(const Value& key);
+Value key_value(const std::string& stored);  // the key as a Value again
+
 // Python semantics.
 bool truthy(const Value& v);
 std::string to_str(const Value& v);    // str(v)
