@@ -68,13 +68,13 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (nums) return Value::floating(as_double(a) + as_double(b));
     if (a.is_string() && b.is_string()) return a.markup || b.markup ? concat_markup(a, b) : Value::string(a.s + b.s);
     if ((a.is_string() && a.markup) || (b.is_string() && b.markup)) unsupported_operands("+", a, b);  // Markup.__add__: NotImplemented
-    if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
+    if (a.is_list() && b.is_list() && a.tuple == b.tuple && !a.generator && !b.generator) {
       List out = *a.list;
       out.insert(out.end(), b.list->begin(), b.list->end());
       return Value::make_list(std::move(out), a.tuple);
     }
     if (a.is_string()) throw_type_error("can only concatenate str (not \"" + type_name(b) + "\") to str");
-    if (a.is_list()) throw_type_error("can only concatenate list (not \"" + type_name(b) + "\") to list");
+    if (a.is_list() && !a.generator) throw_type_error("can only concatenate list (not \"" + type_name(b) + "\") to list");
     unsupported_operands("+", a, b);
   }
   if (op == "-") {

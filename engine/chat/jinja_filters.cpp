@@ -135,7 +135,7 @@ CallArgs rest_args(const CallArgs& args, size_t from) {
 
 Value select_like(const Value& value, CallArgs& args, bool by_attr, bool keep) {
   List out;
-  if (!truthy(value)) return Value::make_list();  // jinja2 iterates only a true value
+  if (!truthy(value)) return Value::make_generator({}, "select_or_reject");  // jinja2 iterates only a true value
   const Value attr = by_attr ? args.get(0, "\x01") : Value::undefined();
   const size_t test_at = by_attr ? 1 : 0;
   const bool has_test_name = args.pos.size() > test_at;
@@ -146,7 +146,7 @@ Value select_like(const Value& value, CallArgs& args, bool by_attr, bool keep) {
     const bool ok = has_test_name ? apply_test(test_name, x, test_args) : truthy(x);
     if (ok == keep) out.push_back(item);
   }
-  return Value::make_list(std::move(out));
+  return Value::make_generator(std::move(out), "select_or_reject");
 }
 
 }  // namespace
@@ -241,6 +241,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
   }
   if (name == "last") {
     if (v.is_undefined()) return v;
+    if (v.generator) throw_type_error("'generator' object is not reversible");
     List items = iterate(v);
     if (items.empty()) return Value::undefined("No last item, sequence was empty.");
     return items.back();
@@ -248,14 +249,14 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
   if (name == "list") return Value::make_list(iterate(v));
   if (name == "items") {
     if (v.is_undefined()) return Value::make_list();
-    if (!v.is_dict()) throw_type_error("'" + type_name(v) + "' object has no attribute 'items'");
+    if (!v.is_dict()) throw_type_error("Can only get item pairs from a mapping.");
     List out;
     for (const auto& [k, x] : *v.dict) out.push_back(Value::make_list({key_value(k), x}, true));
     return Value::make_list(std::move(out));
   }
   if (name == "map") {
     List out;
-    if (!truthy(v)) return Value::make_list();
+    if (!truthy(v)) return Value::make_generator({}, "sync_do_map");
     const List items = iterate(v);
     if (args.pos.empty() && args.has(static_cast<size_t>(-1), "attribute")) {
       const Value attr = args.get(static_cast<size_t>(-1), "attribute");
@@ -265,13 +266,13 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
         if (y.is_undefined() && args.has(static_cast<size_t>(-1), "default")) y = def;
         out.push_back(y);
       }
-      return Value::make_list(std::move(out));
+      return Value::make_generator(std::move(out), "sync_do_map");
     }
-    if (args.pos.empty()) return Value::make_list(items);
+    if (args.pos.empty()) return Value::make_generator(items, "sync_do_map");
     const std::string filter = to_str(args.pos[0]);
     CallArgs fargs = rest_args(args, 1);
     for (const auto& x : items) out.push_back(apply_filter(filter, x, fargs));
-    return Value::make_list(std::move(out));
+    return Value::make_generator(std::move(out), "sync_do_map");
   }
   if (name == "select") return select_like(v, args, false, true);
   if (name == "reject") return select_like(v, args, false, false);
@@ -367,7 +368,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
       seen.push_back(key);
       out.push_back(x);
     }
-    return Value::make_list(std::move(out));
+    return Value::make_generator(std::move(out), "do_unique");
   }
   if (name == "sort") {
     const bool reverse = truthy(args.get(0, "reverse"));
@@ -381,6 +382,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
     return Value::make_list(std::move(items));
   }
   if (name == "dictsort") {
+    if (v.is_undefined()) raise_undefined(v);  // value.items() on Undefined
     if (!v.is_dict()) throw_type_error("'" + type_name(v) + "' object has no attribute 'items'");
     const bool cs = truthy(args.get(0, "case_sensitive"));
     const std::string by = args.has(1, "by") ? to_str(args.get(1, "by")) : "key";
@@ -525,7 +527,7 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& args) {
   if (name == "float") return v.kind == Kind::floating;
   if (name == "mapping") return v.is_dict() && !v.ns;
   if (name == "iterable") return v.is_string() || v.is_list() || (v.is_dict() && !v.ns) || v.is_undefined();
-  if (name == "sequence") return v.is_string() || v.is_list() || (v.is_dict() && !v.ns);
+  if (name == "sequence") return v.is_string() || (v.is_list() && !v.generator) || (v.is_dict() && !v.ns);
   if (name == "boolean") return v.kind == Kind::boolean;
   if (name == "true") return v.kind == Kind::boolean && v.b;
   if (name == "false") return v.kind == Kind::boolean && !v.b;

@@ -508,6 +508,7 @@ Value get_item(const Value& obj, const Value& key) {
       return undefined_attribute(obj, key);
     case Kind::list:
     case Kind::string: {
+      if (obj.generator) return undefined_attribute(obj, key);  // 'generator' object is not subscriptable
       if (key.kind != Kind::integer && key.kind != Kind::boolean) {
         if (key.is_string()) return get_attribute(obj, key.s);
         return undefined_attribute(obj, key);
@@ -539,6 +540,7 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
   List items;
   std::vector<std::string> cps;
   int64_t n;
+  if (obj.generator) return undefined_attribute(obj, Value::none());  // not subscriptable: jinja2 gives Undefined
   if (obj.is_list()) n = static_cast<int64_t>(obj.list->size());
   else if (obj.is_string()) { cps = code_points(obj.s); n = static_cast<int64_t>(cps.size()); }
   else throw_type_error("'" + type_name(obj) + "' object is not subscriptable");

@@ -59,7 +59,7 @@ bool truthy(const Value& v) {
     case Kind::integer: return v.i != 0;
     case Kind::floating: return v.f != 0.0;
     case Kind::string: return !v.s.empty();
-    case Kind::list: return !v.list->empty();
+    case Kind::list: return v.generator || !v.list->empty();
     case Kind::dict: return !v.dict->empty();
     case Kind::function: return true;
   }
@@ -218,6 +218,7 @@ std::string to_repr(const Value& v) {
     case Kind::string: return v.markup ? "Markup(" + string_repr(v.s) + ")" : string_repr(v.s);
     case Kind::list: {
       if (v.range) return v.s;
+      if (v.generator) return "<generator object " + v.s + ">";
       std::string out = v.tuple ? "(" : "[";
       for (size_t k = 0; k < v.list->size(); ++k) {
         if (k) out += ", ";
@@ -263,7 +264,7 @@ std::string type_name(const Value& v) {
     case Kind::integer: return "int";
     case Kind::floating: return "float";
     case Kind::string: return v.markup ? "Markup" : "str";
-    case Kind::list: return v.range ? "range" : v.tuple ? "tuple" : "list";
+    case Kind::list: return v.range ? "range" : v.generator ? "generator" : v.tuple ? "tuple" : "list";
     case Kind::dict: return v.ns ? "Namespace" : "dict";
     case Kind::function: return "function";
   }
@@ -347,7 +348,12 @@ int compare(const Value& a, const Value& b, const char* op) {
 List iterate(const Value& v) {
   switch (v.kind) {
     case Kind::undefined: return {};
-    case Kind::list: return *v.list;
+    case Kind::list: {
+      if (!v.generator) return *v.list;
+      List out = std::move(*v.list);  // a generator runs once: every copy of it is spent now
+      v.list->clear();
+      return out;
+    }
     case Kind::dict: {
       List out;
       for (const auto& kv : *v.dict) out.push_back(key_value(kv.first));
@@ -366,7 +372,9 @@ int64_t length(const Value& v) {
   switch (v.kind) {
     case Kind::undefined: return 0;
     case Kind::string: return static_cast<int64_t>(code_point_count(v.s));
-    case Kind::list: return static_cast<int64_t>(v.list->size());
+    case Kind::list:
+      if (v.generator) throw_type_error("object of type 'generator' has no len()");
+      return static_cast<int64_t>(v.list->size());
     case Kind::dict: return static_cast<int64_t>(v.dict->size());
     default: throw_type_error("object of type '" + type_name(v) + "' has no len()");
   }
@@ -444,7 +452,7 @@ void dump_into(const Value& v, const DumpOptions& o, int depth, std::string& out
       return;
     case Kind::string: out += json_quote(v.s); return;
     case Kind::list: {
-      if (v.range) break;  // json.dumps refuses a range
+      if (v.range || v.generator) break;  // json.dumps refuses a range or a generator
       if (v.list->empty()) { out += "[]"; return; }
       out += '[';
       for (size_t k = 0; k < v.list->size(); ++k) {

@@ -47,6 +47,12 @@ struct Value {
   bool unsafe = false;     // undefined from a sandbox refusal (SecurityError)
   bool range = false;      // a list made by range(): repr is `s`, "range(0, 4)"
   bool markup = false;     // a string that is markupsafe's Markup (jinja_markup.h)
+  // A list that is a Python generator (what map, select, reject, selectattr,
+  // rejectattr and unique give): always true, no len(), not JSON, not
+  // indexable, and spent by the first iteration (iterate() empties it
+  // for every copy; a loop that breaks early spends it all here, Python
+  // keeps the rest); `s` names the function ("sync_do_map").
+  bool generator = false;
 
   static Value undefined(std::string hint = {}) { Value v; v.s = std::move(hint); return v; }
   static Value none() { Value v; v.kind = Kind::none; return v; }
@@ -58,6 +64,12 @@ struct Value {
     Value v; v.kind = Kind::list; v.list = std::make_shared<List>(std::move(items)); v.tuple = is_tuple; return v;
   }
   static Value make_dict(Dict items = {}) { Value v; v.kind = Kind::dict; v.dict = std::make_shared<Dict>(std::move(items)); return v; }
+  static Value make_generator(List items, std::string function_name) {
+    Value v = make_list(std::move(items));
+    v.generator = true;
+    v.s = std::move(function_name);
+    return v;
+  }
   static Value function(Function f) { Value v; v.kind = Kind::function; v.fn = std::make_shared<Function>(std::move(f)); return v; }
 
   bool is_undefined() const { return kind == Kind::undefined; }
@@ -102,7 +114,8 @@ double as_double(const Value& v);
 [[noreturn]] void raise_undefined(const Value& v);
 Value undefined_attribute(const Value& obj, const Value& name);
 
-// Items a for loop visits: list elements, dict keys, string characters.
+// Items a for loop visits: list elements, dict keys, string characters. A
+// generator is spent by it.
 List iterate(const Value& v);
 int64_t length(const Value& v);
 

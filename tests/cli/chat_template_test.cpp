@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <tessera/chat_template.h>
 
 #include "support/cli.h"
@@ -96,6 +97,22 @@ TEST_CASE("template: every shared chat template renders as jinja2 does over conv
 
 TEST_CASE("template: every shared chat template renders as jinja2 does over our extra conversations" * needs(jinja2_oracle())) {
   for (const auto& t : templates_in(kShared)) require_same_as_jinja2(t, kOwn + "/conversations_extra.json");
+}
+
+// Tool calls (arguments as objects and as JSON text, parallel calls, tool
+// results), content as a list of parts, reasoning_content, empty and
+// consecutive same-role turns: conversations on which templates often take
+// paths the plain ones do not, and where Python itself sometimes fails with
+// a TypeError. Each case is its own file, so a failure hides no later case.
+TEST_CASE("template: every shared chat template renders as jinja2 does over conversations with tools, parts and reasoning, case by case" *
+          needs(jinja2_oracle())) {
+  const auto cases = nlohmann::ordered_json::parse(read_file(kOwn + "/conversations_tools.json"));
+  REQUIRE(cases.size() >= 10);
+  std::vector<std::string> files;
+  for (size_t i = 0; i < cases.size(); ++i)
+    files.push_back(write_temp("tools_case" + std::to_string(i) + ".json", nlohmann::ordered_json::array({cases[i]}).dump()));
+  for (const auto& t : templates_in(kShared))
+    for (const auto& f : files) require_same_as_jinja2(t, f);
 }
 
 TEST_CASE("template: the feature templates (expressions, filters, tests, methods, loops, macros, whitespace, errors) render as jinja2 does" *
