@@ -1,6 +1,8 @@
 #include "engine/chat/jinja_eval.h"
 
 #include <cmath>
+#include <memory>
+#include <optional>
 
 #include "engine/chat/jinja_builtins.h"
 #include "engine/chat/jinja_markup.h"
@@ -256,14 +258,12 @@ class Interpreter {
     unpack(target, v, scope);
   }
 
-  Flow exec_for(const Stmt& s, Scope& scope, std::string& out) {
-    const Value seq_value = eval(*s.expr, scope);
-    List seq;
-    if (seq_value.is_dict() && !seq_value.ns) {
-      seq = iterate(seq_value);
-    } else {
-      seq = iterate(seq_value);
-    }
+  Flow exec_for(const Stmt& s, Scope& scope, std::string& out) { return run_loop(s, scope, eval(*s.expr, scope), 0, out); }
+
+  // One for loop over `seq_value` at `depth0` (deeper for each `loop(items)`
+  // of a recursive loop, which renders the same body over `items`).
+  Flow run_loop(const Stmt& s, Scope& scope, const Value& seq_value, int64_t depth0, std::string& out) {
+    List seq = iterate(seq_value);
     Scope inner{{}, &scope};
     if (s.cond) {
       List kept;
@@ -275,6 +275,21 @@ class Interpreter {
     }
     if (seq.empty()) return exec(s.else_body, scope, out);
     const int64_t n = static_cast<int64_t>(seq.size());
+    // loop.changed(*values): true when the values differ from those of its last call (first call: true).
+    auto last_changed = std::make_shared<std::optional<Value>>();
+    std::shared_ptr<Function> recurse;
+    if (s.recursive) {
+      recurse = std::make_shared<Function>([this, &s, &scope, depth0](CallArgs& a) -> Value {
+        if (++call_depth_ > kMaxCallDepth) {
+          --call_depth_;
+          throw_type_error("maximum recursion depth exceeded");
+        }
+        std::string text;
+        run_loop(s, scope, a.get(0, "iterable"), depth0 + 1, text);
+        --call_depth_;
+        return Value::string(std::move(text));
+      });
+    }
     for (int64_t k = 0; k < n; ++k) {
       Value loop = Value::make_dict({
           {"index", Value::integer(k + 1)},
@@ -284,10 +299,11 @@ class Interpreter {
           {"first", Value::boolean(k == 0)},
           {"last", Value::boolean(k == n - 1)},
           {"length", Value::integer(n)},
-          {"depth", Value::integer(1)},
-          {"depth0", Value::integer(0)},
+          {"depth", Value::integer(depth0 + 1)},
+          {"depth0", Value::integer(depth0)},
       });
       loop.ns = true;
+      loop.fn = recurse;  // callable only in a recursive loop
       if (k > 0) loop.dict->emplace_back("previtem", seq[k - 1]);
       else loop.dict->emplace_back("previtem", Value::undefined("'previtem' is undefined"));
       if (k + 1 < n) loop.dict->emplace_back("nextitem", seq[k + 1]);
@@ -295,6 +311,12 @@ class Interpreter {
       loop.dict->emplace_back("cycle", Value::function([k](CallArgs& a) -> Value {
         if (a.pos.empty()) throw_type_error("no items for cycling given");
         return a.pos[static_cast<size_t>(k) % a.pos.size()];
+      }));
+      loop.dict->emplace_back("changed", Value::function([last_changed](CallArgs& a) -> Value {
+        Value now = Value::make_list(a.pos, true);
+        if (*last_changed && equals(**last_changed, now)) return Value::boolean(false);
+        *last_changed = std::move(now);
+        return Value::boolean(true);
       }));
       // Each iteration starts afresh: what the body set last time is gone (jinja2).
       Scope iteration{{}, &scope};

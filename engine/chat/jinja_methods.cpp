@@ -2,6 +2,7 @@
 // sandboxed template may call, and the globals.
 #include <cctype>
 #include <ctime>
+#include <memory>
 
 #include "engine/chat/jinja_builtins.h"
 #include "engine/chat/jinja_markup.h"
@@ -568,6 +569,7 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
 
 Value call_value(const Value& fn, CallArgs& args) {
   if (fn.is_undefined()) raise_undefined(fn);
+  if (fn.is_dict() && fn.fn) return (*fn.fn)(args);  // a recursive loop's `loop`
   if (fn.kind != Kind::function) throw_type_error("'" + type_name(fn) + "' object is not callable");
   return (*fn.fn)(args);
 }
@@ -606,6 +608,44 @@ void add_globals(Dict& g) {
     r.range = true;
     r.s = "range(" + std::to_string(start) + ", " + std::to_string(stop) + (step != 1 ? ", " + std::to_string(step) : "") + ")";
     return r;
+  }));
+  // cycler(*items): .next() gives .current and moves on; .reset() starts over.
+  g.emplace_back("cycler", Value::function([](CallArgs& a) -> Value {
+    if (a.pos.empty()) throw_type_error("at least one item has to be provided");
+    auto items = std::make_shared<List>(a.pos);
+    auto pos = std::make_shared<size_t>(0);
+    Value c = Value::make_dict({{"current", (*items)[0]}});
+    // The functions reach the dict weakly: it holds them.
+    std::weak_ptr<Dict> self = c.dict;
+    auto set_current = [self, items, pos] {
+      if (auto d = self.lock())
+        for (auto& [k, v] : *d)
+          if (k == "current") v = (*items)[*pos];
+    };
+    c.dict->emplace_back("next", Value::function([items, pos, set_current](CallArgs&) -> Value {
+      Value rv = (*items)[*pos];
+      *pos = (*pos + 1) % items->size();
+      set_current();
+      return rv;
+    }));
+    c.dict->emplace_back("reset", Value::function([pos, set_current](CallArgs&) -> Value {
+      *pos = 0;
+      set_current();
+      return Value::none();
+    }));
+    return c;
+  }));
+  // joiner(sep=", "): '' the first time it is called, sep after.
+  g.emplace_back("joiner", Value::function([](CallArgs& a) -> Value {
+    const std::string sep = a.has(0, "sep") ? to_str(a.get(0, "sep")) : ", ";
+    auto used = std::make_shared<bool>(false);
+    return Value::function([sep, used](CallArgs&) -> Value {
+      if (!*used) {
+        *used = true;
+        return Value::string("");
+      }
+      return Value::string(sep);
+    });
   }));
   g.emplace_back("dict", Value::function([](CallArgs& a) -> Value {
     Value d = Value::make_dict();

@@ -41,7 +41,7 @@ struct Value {
   std::string s;  // string; for undefined, the message an access would raise
   std::shared_ptr<List> list;
   std::shared_ptr<Dict> dict;
-  std::shared_ptr<Function> fn;
+  std::shared_ptr<Function> fn;  // a function; on a dict, calling it (a recursive loop's `loop`)
   bool tuple = false;      // a list that prints as a tuple
   bool ns = false;         // a namespace(): the one mutable dict
   bool unsafe = false;     // undefined from a sandbox refusal (SecurityError)
