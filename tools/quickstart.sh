@@ -77,11 +77,13 @@ fi
 # as flaky; the first failure still fails the command).
 run_tests() {
   local preset=$1 timeout=$2
-  ctest --preset "$preset" -j "$(nproc)" --timeout "$timeout" | tail -n 25
-  local status=${PIPESTATUS[0]}
+  # `|| status=...`: under `set -e -o pipefail` a failing ctest would end the
+  # script here, before the failed tests' output below is printed.
+  local status=0
+  ctest --preset "$preset" -j "$(nproc)" --timeout "$timeout" | tail -n 25 || status=${PIPESTATUS[0]}
   if [ "$status" -ne 0 ]; then
     echo "quickstart: the failed tests once more, with their output:"
-    ctest --preset "$preset" --rerun-failed --output-on-failure --timeout "$timeout" | tail -n 200
+    ctest --preset "$preset" --rerun-failed --output-on-failure --timeout "$timeout" | tail -n 200 || true
     exit "$status"
   fi
 }
