@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -17,6 +18,12 @@ namespace tessera {
 namespace {
 // How long an idle worker spins before it sleeps.
 constexpr auto kSpin = std::chrono::microseconds(200);
+// Polls between yields while spinning. Spinning alone assumes a core each:
+// on a host with more runnable threads than cores (a server's HTTP threads,
+// a client on the same machine), a spinning caller waits out its time slice
+// for a worker the scheduler has not run, and starves the threads that
+// would. A yield is a no-op when nothing else is runnable.
+constexpr int kPollsPerYield = 64;
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -49,7 +56,9 @@ void ThreadPool::worker_loop() {
     int polls = 0;
     while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed)) {
       TESSERA_CPU_RELAX();
-      if (++polls % 64 == 0 && std::chrono::steady_clock::now() > spin_until) {
+      if (++polls % kPollsPerYield != 0) continue;
+      std::this_thread::yield();
+      if (std::chrono::steady_clock::now() > spin_until) {
         std::unique_lock<std::mutex> lock(mu_);
         sleepers_.fetch_add(1);
         wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
@@ -84,7 +93,10 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
     wake_.notify_all();
   }
   work_on_current();
-  while (pending_.load(std::memory_order_acquire) != 0) TESSERA_CPU_RELAX();
+  for (int polls = 1; pending_.load(std::memory_order_acquire) != 0; ++polls) {
+    TESSERA_CPU_RELAX();
+    if (polls % kPollsPerYield == 0) std::this_thread::yield();
+  }
   fn_ = nullptr;
 }
 
