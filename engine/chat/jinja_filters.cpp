@@ -152,7 +152,7 @@ Value select_like(const Value& value, CallArgs& args, bool by_attr, bool keep) {
 }  // namespace
 
 Value apply_filter(const std::string& name, const Value& v, CallArgs& args) {
-  if (v.is_string() && v.markup && name != "safe" && filter_keeps_markup(name)) {
+  if (v.is_string() && v.markup && filter_keeps_markup(name)) {
     Value text = v;
     text.markup = false;
     if (name == "format" || name == "replace") escape_string_args(args);

@@ -35,7 +35,7 @@ Value concat_markup(const Value& a, const Value& b) { return markup(escape_marku
 
 bool filter_keeps_markup(const std::string& name) {
   static const char* const names[] = {"string", "trim", "upper", "lower", "title", "capitalize", "center",
-                                      "indent", "truncate", "format", "replace", "safe"};
+                                      "indent", "truncate", "format", "replace"};
   for (const char* n : names)
     if (name == n) return true;
   return false;

@@ -262,11 +262,12 @@ std::variant<std::string, HttpError> Generation::complete(const std::function<bo
       if (s.sequences_ended == s.choices()) break;
       const bool shutdown = s.ctx->cancel_epoch.load() != s.epoch;
       lock.unlock();
-      if (!shutdown && client_gone()) {
+      if (shutdown) {
+        s.cancel_all();
+      } else if (client_gone()) {
         s.cancel_all();
         return HttpError{499, "the client closed the connection", "cancelled", ""};
       }
-      if (shutdown) s.cancel_all();
       lock.lock();
     }
   }
