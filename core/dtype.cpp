@@ -14,6 +14,15 @@ constexpr std::array<DTypeTraits, kDTypeCount> kTraits = {{
     {"q8_0", kQK8_0, sizeof(BlockQ8_0), true},
     {"q4_0", kQK4_0, sizeof(BlockQ4_0), true},
     {"q4_K", kQK_K, sizeof(BlockQ4_K), true},
+    {"q4_1", kQK4_0, sizeof(BlockQ4_1), true},
+    {"q5_0", kQK4_0, sizeof(BlockQ5_0), true},
+    {"q5_1", kQK4_0, sizeof(BlockQ5_1), true},
+    {"iq4_nl", kQK4_NL, sizeof(BlockIq4_NL), true},
+    {"q2_K", kQK_K, sizeof(BlockQ2_K), true},
+    {"q3_K", kQK_K, sizeof(BlockQ3_K), true},
+    {"q5_K", kQK_K, sizeof(BlockQ5_K), true},
+    {"q6_K", kQK_K, sizeof(BlockQ6_K), true},
+    {"iq4_xs", kQK_K, sizeof(BlockIq4_XS), true},
 }};
 }  // namespace
 

@@ -15,10 +15,21 @@ void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n);
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n);
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n);
 void dequantize_row_q4_K(const BlockQ4_K* x, float* y, int64_t n);
+void dequantize_row_q4_1(const BlockQ4_1* x, float* y, int64_t n);
+void dequantize_row_q5_0(const BlockQ5_0* x, float* y, int64_t n);
+void dequantize_row_q5_1(const BlockQ5_1* x, float* y, int64_t n);
+void dequantize_row_iq4_nl(const BlockIq4_NL* x, float* y, int64_t n);
+void dequantize_row_q2_K(const BlockQ2_K* x, float* y, int64_t n);
+void dequantize_row_q3_K(const BlockQ3_K* x, float* y, int64_t n);
+void dequantize_row_q5_K(const BlockQ5_K* x, float* y, int64_t n);
+void dequantize_row_q6_K(const BlockQ6_K* x, float* y, int64_t n);
+void dequantize_row_iq4_xs(const BlockIq4_XS* x, float* y, int64_t n);
+// q3_K's 16 sub-block scales from their 12 packed bytes, as signed values (-32 .. 31).
+void q3_K_scales(const uint8_t* packed, int8_t out[16]);
 
 // Any supported dtype (plain or quantized) to f32 and back; i8/i32 convert by value.
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
-// q4_K has no quantizer here (we read it, we do not write it); returns false then.
+// The K-quants and i-quants have no quantizer here (read, not written); returns false for them.
 bool quantize_row(DType t, const float* src, void* dst, int64_t n);
 
 }  // namespace tessera

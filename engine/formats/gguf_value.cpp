@@ -186,7 +186,16 @@ std::optional<DType> dtype_from_ggml(uint32_t ggml_type) {
     case 1: return DType::f16;
     case 2: return DType::q4_0;
     case 8: return DType::q8_0;
+    case 3: return DType::q4_1;
+    case 6: return DType::q5_0;
+    case 7: return DType::q5_1;
+    case 10: return DType::q2_K;
+    case 11: return DType::q3_K;
     case 12: return DType::q4_K;
+    case 13: return DType::q5_K;
+    case 14: return DType::q6_K;
+    case 20: return DType::iq4_nl;
+    case 23: return DType::iq4_xs;
     case 24: return DType::i8;
     case 26: return DType::i32;
     case 30: return DType::bf16;
@@ -201,6 +210,15 @@ uint32_t ggml_type_of(DType t) {
     case DType::q4_0: return 2;
     case DType::q8_0: return 8;
     case DType::q4_K: return 12;
+    case DType::q4_1: return 3;
+    case DType::q5_0: return 6;
+    case DType::q5_1: return 7;
+    case DType::q2_K: return 10;
+    case DType::q3_K: return 11;
+    case DType::q5_K: return 13;
+    case DType::q6_K: return 14;
+    case DType::iq4_nl: return 20;
+    case DType::iq4_xs: return 23;
     case DType::i8: return 24;
     case DType::i32: return 26;
     case DType::bf16: return 30;
@@ -209,7 +227,8 @@ uint32_t ggml_type_of(DType t) {
 }
 
 std::string_view supported_ggml_types() {
-  return "F32 0, F16 1, Q4_0 2, Q8_0 8, Q4_K 12, I8 24, I32 26, BF16 30";
+  return "F32 0, F16 1, Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8, Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14, IQ4_NL 20, "
+         "IQ4_XS 23, I8 24, I32 26, BF16 30";
 }
 
 }  // namespace tessera

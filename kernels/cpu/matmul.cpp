@@ -10,8 +10,8 @@
 // alone (the same for any x-row tile, any row count, any position), so apart
 // from sgemm a row's bits never depend on the other rows of the step.
 //   f16, bf16:  widened on the fly inside the tiles, FMA in f32.
-//   q4_K:       each 256-element super-block dequantized to the stack, then
-//               f32 dots; correct, not tuned.
+//   other block types (q4_1, q5_*, the K-quants, the i-quants): each block
+//               dequantized to the stack, then f32 dots; correct, not tuned.
 // Work is split over groups of 4 weight rows. Inside a chunk, weight rows are
 // taken ~128 KiB at a time and every x-row tile passes over them while they
 // sit in L2, so prefill reads each weight byte from memory once.
@@ -118,18 +118,24 @@ bool onednn_sgemm(const MatmulArgs& a, ParallelFor& pf) {
   return ok;
 }
 
-void q4_K_dequant(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa) {
-  const int64_t row_bytes = (int64_t)bytes_for(DType::q4_K, a.k);
+// Block-quantized types without integer tiles of their own: each block of a
+// weight row is dequantized to the stack with the format's definition
+// (core/quant), then dotted in f32 with every x row. Correct for any block
+// type; its kernel name says "dequant" so a slow path is never silent.
+void dequant_blocks(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa) {
+  const DTypeTraits& tr = traits(a.w_dtype);
+  const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
+  const int64_t be = tr.block_elems;
   const auto* w = static_cast<const std::byte*>(a.w);
   const int64_t grain = std::max<int64_t>(1, kChunkBytes / row_bytes);
   detail::parallel_for(pf, a.n, grain, [&](int64_t n0, int64_t n1) {
     alignas(64) float buf[kQK_K];
     for (int64_t n = n0; n < n1; ++n) {
-      const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w + n * row_bytes);
+      const std::byte* row = w + n * row_bytes;
       for (int64_t m = 0; m < a.m; ++m) a.y[m * a.n + n] = 0.0f;
-      for (int64_t b = 0; b < a.k / kQK_K; ++b) {
-        dequantize_row_q4_K(blocks + b, buf, kQK_K);
-        for (int64_t m = 0; m < a.m; ++m) a.y[m * a.n + n] += isa.dot(a.x + m * a.k + b * kQK_K, buf, kQK_K);
+      for (int64_t b = 0; b < a.k / be; ++b) {
+        dequantize_row(a.w_dtype, row + b * tr.block_bytes, buf, be);
+        for (int64_t m = 0; m < a.m; ++m) a.y[m * a.n + n] += isa.dot(a.x + m * a.k + b * be, buf, be);
       }
     }
     epilogue(a, 0, a.m, n0, n1);
@@ -144,9 +150,10 @@ bool matmul_supports(DType w_dtype) {
     case DType::f16:
     case DType::bf16:
     case DType::q8_0:
-    case DType::q4_0:
-    case DType::q4_K: return true;
-    default: return false;
+    case DType::q4_0: return true;
+    case DType::i8:
+    case DType::i32: return false;
+    default: return traits(w_dtype).quantized && traits(w_dtype).block_elems <= kQK_K;
   }
 }
 
@@ -160,7 +167,8 @@ std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant) {
   const std::string isa = detail::active_kernels().suffix;
   const std::string shape = m == 1 ? "gemv" : "gemm";
   if (w_dtype == DType::f32 && m >= kOneDnnMinRows && !batch_invariant) return "f32_gemm__onednn";
-  if (w_dtype == DType::q4_K) return "q4_K_dequant_" + shape + "__" + isa;
+  if (w_dtype != DType::q8_0 && w_dtype != DType::q4_0 && traits(w_dtype).quantized)
+    return std::string(name(w_dtype)) + "_dequant_" + shape + "__" + isa;
   return std::string(name(w_dtype)) + "_" + shape + "__" + isa;
 }
 
@@ -180,8 +188,9 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
     case DType::bf16: return plain(a, pf, isa.bf16_tile);
     case DType::q8_0: return quantized(a, pf, isa, isa.q8_0_tile);
     case DType::q4_0: return quantized(a, pf, isa, isa.q4_0_tile);
-    case DType::q4_K: return q4_K_dequant(a, pf, isa);
-    default: return;
+    default:
+      if (traits(a.w_dtype).quantized) dequant_blocks(a, pf, isa);  // matmul_supports admits no other type
+      return;
   }
 }
 

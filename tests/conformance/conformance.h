@@ -127,7 +127,33 @@ inline std::vector<std::byte> random_weights(DType t, int64_t n, int64_t k, Rng&
       }
       break;
     }
-    default: FAIL("no random weights for " << std::string(name(t)));
+    default: {
+      // The other block types: random codes and scale bytes, then every f16
+      // scale field (at the offsets below) set to a small finite value, so
+      // random bits make no inf or NaN and the products stay O(1).
+      REQUIRE(traits(t).quantized);
+      for (auto& byte : w) byte = (std::byte)rng.integer(0, 255);
+      struct ScaleField { size_t offset; float lo, hi; };
+      std::vector<ScaleField> fields;
+      switch (t) {
+        case DType::q4_1: case DType::q5_1: fields = {{0, 0.02f, 0.08f}, {2, -0.3f, 0.3f}}; break;
+        case DType::q5_0: fields = {{0, 0.02f, 0.08f}}; break;
+        case DType::iq4_nl: fields = {{0, 0.002f, 0.006f}}; break;
+        case DType::q2_K: fields = {{80, 0.005f, 0.02f}, {82, 0.005f, 0.02f}}; break;
+        case DType::q3_K: fields = {{108, 0.002f, 0.006f}}; break;
+        case DType::q5_K: fields = {{0, 0.0005f, 0.002f}, {2, 0.0005f, 0.002f}}; break;
+        case DType::q6_K: fields = {{208, 0.0002f, 0.0006f}}; break;
+        case DType::iq4_xs: fields = {{0, 0.0001f, 0.0003f}}; break;
+        default: FAIL("no random weights for " << std::string(name(t)));
+      }
+      const size_t bb = traits(t).block_bytes;
+      for (int64_t i = 0; i < elems / (int64_t)traits(t).block_elems; ++i)
+        for (const ScaleField& f : fields) {
+          const uint16_t h = f32_to_f16(rng.uniform(f.lo, f.hi));
+          std::memcpy(w.data() + (size_t)i * bb + f.offset, &h, 2);
+        }
+      break;
+    }
   }
   return w;
 }

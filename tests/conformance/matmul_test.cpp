@@ -111,6 +111,15 @@ TEST_CASE("q4_K matmul matches reference at odd shapes on every ISA") {
   check_shapes(DType::q4_K, kSuperBlockShapes, 106);
 }
 
+TEST_CASE("q4_1, q5_0, q5_1 and iq4_nl matmul match reference at odd shapes on every ISA") {
+  for (DType t : {DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl}) check_shapes(t, kBlockShapes, 120 + (uint64_t)t);
+}
+
+TEST_CASE("q2_K, q3_K, q5_K, q6_K and iq4_xs matmul match reference at odd shapes on every ISA") {
+  for (DType t : {DType::q2_K, DType::q3_K, DType::q5_K, DType::q6_K, DType::iq4_xs})
+    check_shapes(t, kSuperBlockShapes, 140 + (uint64_t)t);
+}
+
 TEST_CASE("matmul matches reference at 25 random shapes per weight dtype (m 1..20, n 1..70) on every ISA") {
   Rng rng(108);
   for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K}) {
