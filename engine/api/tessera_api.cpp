@@ -109,6 +109,7 @@ const DeviceInfo& Model::device() const { return impl_->runner->device_info(); }
 int32_t Model::max_context() const { return impl_->runner->max_context(); }
 const std::vector<std::string>& Model::placement_notes() const { return impl_->runner->placement_notes(); }
 bool Model::has_tokenizer() const { return impl_->tokenizer != nullptr; }
+int32_t Model::bos_id() const { return impl_->tokenizer ? impl_->tokenizer->bos_id() : 1; }
 std::string Model::chat_template() const { return impl_->chat_template; }
 
 Expected<std::vector<int32_t>> Model::encode(const std::string& text) const {
@@ -142,6 +143,8 @@ Generation::~Generation() = default;
 
 Status Generation::feed(std::span<const int32_t> tokens) { return impl_->session->feed(tokens); }
 std::span<const float> Generation::logits() const { return impl_->session->logits(); }
+Status Generation::feed_all(std::span<const int32_t> tokens) { return impl_->session->feed(tokens, /*all_logits=*/true); }
+std::span<const float> Generation::all_logits() const { return impl_->session->all_logits(); }
 int32_t Generation::position() const { return impl_->session->position(); }
 const GenerationMetrics& Generation::metrics() const { return impl_->metrics; }
 

@@ -210,7 +210,7 @@ class GgufParser {
       TS_TRY(read(&t.ggml_type, what + ": type"));
       const auto dtype = dtype_from_ggml(t.ggml_type);
       if (!dtype)
-        return fail(what + ": ggml type " + std::to_string(t.ggml_type) + " is not supported (supported: " +
+        return fail(what + ": ggml type " + ggml_type_label(t.ggml_type) + " is not supported (supported: " +
                     std::string(supported_ggml_types()) + ")");
       t.dtype = *dtype;
       TS_TRY(read(&t.offset, what + ": offset"));

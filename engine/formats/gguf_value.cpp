@@ -226,6 +226,17 @@ uint32_t ggml_type_of(DType t) {
   return 0;
 }
 
+std::string ggml_type_label(uint32_t ggml_type) {
+  // ggml's type enum (ggml.h), names as llama.cpp prints them; gaps are retired types.
+  static constexpr const char* kNames[] = {
+      "F32",     "F16",   "Q4_0",   "Q4_1",    nullptr, nullptr, "Q5_0",  "Q5_1",   "Q8_0",   "Q8_1",
+      "Q2_K",    "Q3_K",  "Q4_K",   "Q5_K",    "Q6_K",  "Q8_K",  "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
+      "IQ4_NL",  "IQ3_S", "IQ2_S",  "IQ4_XS",  "I8",    "I16",   "I32",   "I64",    "F64",    "IQ1_M",
+      "BF16",    nullptr, nullptr,  nullptr,   "TQ1_0", "TQ2_0", nullptr, nullptr,  nullptr,  "MXFP4"};
+  const char* n = ggml_type < std::size(kNames) ? kNames[ggml_type] : nullptr;
+  return n ? std::string(n) + " (" + std::to_string(ggml_type) + ")" : std::to_string(ggml_type);
+}
+
 std::string_view supported_ggml_types() {
   return "F32 0, F16 1, Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8, Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14, IQ4_NL 20, "
          "IQ4_XS 23, I8 24, I32 26, BF16 30";

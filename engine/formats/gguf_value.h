@@ -75,6 +75,8 @@ struct GgufKv {
 std::optional<DType> dtype_from_ggml(uint32_t ggml_type);
 uint32_t ggml_type_of(DType t);
 // "F32 0, F16 1, Q4_0 2, Q8_0 8, Q4_K 12, I8 24, I32 26, BF16 30".
+// "IQ2_XXS (16)": ggml's name for a type id, known to Tessera or not.
+std::string ggml_type_label(uint32_t ggml_type);
 std::string_view supported_ggml_types();
 
 }  // namespace tessera

@@ -60,6 +60,10 @@ class TESSERA_API Generation {
 
   Status feed(std::span<const int32_t> tokens);   // the prompt, or the next token
   std::span<const float> logits() const;           // after the last token fed
+  // As feed, keeping the logits after every token fed (one vocabulary-wide
+  // row each, in order) in all_logits(), the prompt's rows included.
+  Status feed_all(std::span<const int32_t> tokens);
+  std::span<const float> all_logits() const;
   int32_t sample();                                // from logits(), with the session's sampler
   int32_t position() const;
   // llama2.c's loop: -n forward passes including the prompt; returns every id.
@@ -89,6 +93,8 @@ class TESSERA_API Model {
   // runs on the CPU instead; empty when it runs where asked.
   const std::vector<std::string>& placement_notes() const;
   bool has_tokenizer() const;
+  // The tokenizer's BOS id (1, llama2.c's, without a tokenizer).
+  int32_t bos_id() const;
   // The model's own chat template (Jinja; render it with tessera::ChatTemplate):
   // the GGUF key tokenizer.chat_template, or, when a tokenizer.json was given
   // (ModelOptions::tokenizer_path), the chat_template of the

@@ -143,15 +143,17 @@ TEST_CASE("two overlapping tensors are refused, both named") {
   check_message(open_bytes(dir, "overlap.gguf", b.bytes, &path), {dir.file("overlap.gguf"), "'a'", "'b'", "overlap"});
 }
 
-TEST_CASE("an unknown ggml type is refused with its id") {
+TEST_CASE("an unsupported ggml type is refused with its name and id, an unknown one with its id, listing what is supported") {
   TempDir dir;
   std::string path;
-  for (uint32_t type : {6u, 99u}) {
+  const std::pair<uint32_t, std::string> cases[] = {{16u, "ggml type IQ2_XXS (16)"}, {15u, "ggml type Q8_K (15)"},
+                                                     {99u, "ggml type 99"}};
+  for (const auto& [type, label] : cases) {
     ByteBuilder b = header(3, 1, 0);
     tensor_info(b, "w", 32, type, 0);
     b.pad_to(32).zeros(256);
     check_message(open_bytes(dir, "type.gguf", b.bytes, &path),
-                  {dir.file("type.gguf"), "tensor 'w'", "ggml type " + std::to_string(type), "not supported"});
+                  {dir.file("type.gguf"), "tensor 'w'", label, "not supported", "Q6_K 14", "IQ4_XS 23"});
   }
 }
 

@@ -45,6 +45,18 @@ std::string role(const std::string& name) {
   return dot == std::string::npos ? name : "blk.N" + name.substr(dot);
 }
 
+// llama.cpp's llama_ftype, the name its quantizer was asked for.
+std::string llama_file_type_name(const std::string& id) {
+  static const std::map<std::string, std::string> kNames = {
+      {"0", "F32"},     {"1", "F16"},     {"2", "Q4_0"},    {"3", "Q4_1"},     {"7", "Q8_0"},    {"8", "Q5_0"},
+      {"9", "Q5_1"},    {"10", "Q2_K"},   {"11", "Q3_K_S"}, {"12", "Q3_K_M"},  {"13", "Q3_K_L"}, {"14", "Q4_K_S"},
+      {"15", "Q4_K_M"}, {"16", "Q5_K_S"}, {"17", "Q5_K_M"}, {"18", "Q6_K"},    {"19", "IQ2_XXS"}, {"20", "IQ2_XS"},
+      {"21", "Q2_K_S"}, {"22", "IQ3_XS"}, {"23", "IQ3_XXS"}, {"24", "IQ1_S"},  {"25", "IQ4_NL"}, {"26", "IQ3_S"},
+      {"27", "IQ3_M"},  {"28", "IQ2_S"},  {"29", "IQ2_M"},  {"30", "IQ4_XS"},  {"31", "IQ1_M"},  {"32", "BF16"}};
+  const auto it = kNames.find(id);
+  return it != kNames.end() ? it->second : "unknown";
+}
+
 std::string token_label(const SpecialToken& t) { return t.id < 0 ? "none" : std::to_string(t.id) + " '" + t.text + "'"; }
 
 // "[288, 64]", outermost first.
@@ -86,10 +98,14 @@ int info_main() {
   std::printf("rope       %d of %d dims per head, theta %g, %s pairs; rms_norm eps %g; output %s\n", c.rope_dims, c.head_dim,
               c.rope_theta, c.rope_pairs.c_str(), c.norm_eps, c.tied_embeddings ? "tied to token_embd" : "separate (output.weight)");
 
+  // Bits per weight over every tensor, and per type: a Q4_K_M file is a mix
+  // (q4_K with q6_K for some roles and layers), so each role lists the types
+  // its layers hold.
   uint64_t params = 0, bytes = 0;
-  std::map<std::string, std::pair<int, uint64_t>> by_type;  // dtype → tensors, bytes
+  std::map<std::string, std::pair<int, std::pair<uint64_t, uint64_t>>> by_type;  // dtype → tensors, (elements, bytes)
   struct Role {
-    std::string shape, dtype;
+    std::string shape;
+    std::vector<std::pair<std::string, int>> dtypes;  // in first-seen order, with counts
     int count = 0;
   };
   std::vector<std::pair<std::string, Role>> roles;
@@ -98,22 +114,40 @@ int info_main() {
     bytes += t.bytes;
     auto& bt = by_type[t.dtype];
     ++bt.first;
-    bt.second += t.bytes;
+    bt.second.first += t.elements;
+    bt.second.second += t.bytes;
     const std::string r = role(t.name);
     auto it = std::find_if(roles.begin(), roles.end(), [&](const auto& x) { return x.first == r; });
-    if (it == roles.end()) roles.push_back({r, {shape_text(t.shape), t.dtype, 1}});
-    else ++it->second.count;
+    if (it == roles.end()) it = roles.insert(roles.end(), {r, {shape_text(t.shape), {}, 0}});
+    ++it->second.count;
+    auto& dts = it->second.dtypes;
+    auto dt = std::find_if(dts.begin(), dts.end(), [&](const auto& x) { return x.first == t.dtype; });
+    if (dt == dts.end()) dts.push_back({t.dtype, 1});
+    else ++dt->second;
   }
-  std::printf("params     %s in %zu tensors, %s\n", grouped(params).c_str(), m.tensors.size(), human_bytes(bytes).c_str());
+  auto bpw = [](uint64_t b, uint64_t n) { return n ? 8.0 * (double)b / (double)n : 0.0; };
+  std::printf("params     %s in %zu tensors, %s, %.2f bits per weight\n", grouped(params).c_str(), m.tensors.size(),
+              human_bytes(bytes).c_str(), bpw(bytes, params));
   std::string types;
   for (const auto& [t, nb] : by_type) {
     if (!types.empty()) types += ", ";
-    types += t + " " + std::to_string(nb.first) + " (" + human_bytes(nb.second) + ")";
+    char share[96];
+    std::snprintf(share, sizeof share, " (%.1f%% of weights, %.2f bpw, ", params ? 100.0 * (double)nb.second.first / (double)params : 0.0,
+                  bpw(nb.second.second, nb.second.first));
+    types += t + " x" + std::to_string(nb.first) + share + human_bytes(nb.second.second) + ")";
   }
   std::printf("types      %s\n", types.c_str());
-  for (const auto& [r, x] : roles)
-    std::printf("           %-28s %-14s %-5s%s\n", r.c_str(), x.shape.c_str(), x.dtype.c_str(),
-                x.count > 1 ? (" x" + std::to_string(x.count)).c_str() : "");
+  const auto ft = std::find_if(m.metadata.begin(), m.metadata.end(), [](const auto& kv) { return kv.first == "general.file_type"; });
+  if (ft != m.metadata.end())
+    std::printf("file type  %s (general.file_type %s: the quantizer's target; the types above are what it chose)\n",
+                llama_file_type_name(ft->second).c_str(), ft->second.c_str());
+  for (const auto& [r, x] : roles) {
+    std::string dt;
+    for (const auto& [name, n] : x.dtypes)
+      dt += (dt.empty() ? "" : ", ") + name + (x.dtypes.size() > 1 ? " x" + std::to_string(n) : "");
+    std::printf("           %-28s %-14s %-5s%s\n", r.c_str(), x.shape.c_str(), dt.c_str(),
+                x.count > 1 && x.dtypes.size() == 1 ? (" x" + std::to_string(x.count)).c_str() : "");
+  }
 
   if (!f.tokenizer.empty() || m.has_tokenizer) print_tokenizer(TextTokenizer::open({f.model, f.tokenizer}));
   else std::printf("tokenizer  none in the file (give one with -z)\n");

@@ -15,7 +15,7 @@ namespace tessera::cli {
 namespace {
 
 struct RunFlags {
-  std::string model, tokenizer, prompt, prompt_ids, prompt_ids_file, prompts_file;
+  std::string model, tokenizer, prompt, prompt_ids, prompt_ids_file, prompts_file, logits_out;
   ModelFlags model_flags;
   EngineFlags engine;
   int32_t steps = 256;
@@ -67,7 +67,78 @@ std::string join(const std::vector<int32_t>& ids) {
   return line;
 }
 
+// --logits-out: the one prompt through a Generation (one sequence, every
+// row's logits kept), writing the f32 logits of every position computed:
+// the prompt's rows, then one per generated token fed back (the last
+// token's are not computed), row-major, vocabulary-wide; the layout of
+// ../shared/reference/zoo/*.logits.f32. Prints what run prints.
+int run_with_logits_out(const ModelOptions& mo, const SamplerParams& sp) {
+  if (!f.prompt_ids_file.empty() || !f.prompts_file.empty())
+    return fail(invalid_argument("--logits-out: takes one prompt (-p or --prompt-ids), not a prompts file"));
+  auto opened = Model::open(mo);
+  if (!opened) return fail(opened.status());
+  Model& model = **opened;
+  for (const auto& note : model.placement_notes()) std::fprintf(stderr, "tessera: %s\n", note.c_str());
+  auto parsed = !f.prompt_ids.empty() ? parse_id_list("--prompt-ids", f.prompt_ids) : model.encode(f.prompt);
+  if (!parsed) return fail(parsed.status().with_context(f.prompt_ids.empty() ? "-p" : ""));
+  const std::vector<int32_t>& prompt = *parsed;
+  const int32_t ctx = model.max_context(), vocab = model.config().vocab_size;
+  if (prompt.empty()) return fail(invalid_argument("prompt: must hold at least one token"));
+  for (size_t k = 0; k < prompt.size(); ++k)
+    if (prompt[k] < 0 || prompt[k] >= vocab)
+      return fail(out_of_range("--prompt-ids: token id " + std::to_string(prompt[k]) + " (element " + std::to_string(k) +
+                               ") is outside the vocabulary [0, " + std::to_string(vocab) + ")"));
+  if ((int64_t)prompt.size() > ctx)
+    return fail(out_of_range("prompt: " + std::to_string(prompt.size()) + " tokens exceed the context length " + std::to_string(ctx)));
+  if (!f.print_ids && !model.has_tokenizer())
+    return fail(invalid_argument(f.model + ": has no tokenizer to print text; give one with -z or use --print-ids"));
+  const int32_t steps = f.steps <= 0 || f.steps > ctx ? ctx : f.steps;
+  const int32_t bos = model.bos_id();  // llama2.c stops at BOS, as run does without the flag
+  std::FILE* out = std::fopen(f.logits_out.c_str(), "wb");
+  if (!out) return fail(io_error("--logits-out " + f.logits_out + ": cannot open for writing"));
+  auto gen = model.start(sp);
+  if (!gen) { std::fclose(out); return fail(gen.status()); }
+  bool write_ok = true;
+  auto write_rows = [&](std::span<const float> rows) {
+    write_ok = write_ok && std::fwrite(rows.data(), sizeof(float), rows.size(), out) == rows.size();
+  };
+  std::vector<int32_t> ids(prompt.begin(), prompt.begin() + std::min<int64_t>((int64_t)prompt.size(), steps));
+  Status st = (*gen)->feed_all(ids);
+  if (st.is_ok()) write_rows((*gen)->all_logits());
+  // -n counts forward passes, prompt included (as run does without the
+  // flag): the prompt's last pass and each fed token's give one token each,
+  // steps - P + 1 in all; the last one is not fed, so it has no logits row.
+  const int32_t to_sample = steps - (int32_t)ids.size() + 1;
+  for (int32_t i = 0; st.is_ok() && i < to_sample && ids.size() == prompt.size() + (size_t)i; ++i) {
+    const int32_t next = (*gen)->sample();
+    ids.push_back(next);
+    if (next == bos || i + 1 == to_sample) break;  // llama2.c stops at BOS
+    st = (*gen)->feed(std::span<const int32_t>(&ids.back(), 1));
+    if (st.is_ok()) write_rows((*gen)->logits());
+  }
+  if (std::fclose(out) != 0) write_ok = false;
+  if (!st.is_ok()) return fail(st);
+  if (!write_ok) return fail(io_error("--logits-out " + f.logits_out + ": write failed"));
+  if (f.print_ids) {
+    std::printf("%s\n", join(ids).c_str());
+  } else {
+    auto text = model.decode(ids);
+    if (!text) return fail(text.status());
+    std::printf("%s\n", text->c_str());
+  }
+  return 0;
+}
+
 int run_main() {
+  if (!f.logits_out.empty()) {
+    SamplerParams sp;
+    sp.temperature = f.temperature;
+    sp.top_p = f.top_p;
+    sp.top_k = f.top_k;
+    sp.seed = f.seed >= 0 ? (uint64_t)f.seed : std::random_device{}();
+    if (Status s = validate(sp); !s.is_ok()) return fail(s);
+    return run_with_logits_out(f.model_flags.options(f.model, f.tokenizer), sp);
+  }
   const bool many = !f.prompt_ids_file.empty() || !f.prompts_file.empty();
   SamplerParams sp;
   sp.temperature = f.temperature;
@@ -235,6 +306,9 @@ Subcommand add_run(CLI::App& app) {
   s->add_option("--seed", f.seed, "random seed (every prompt gets it)");
   f.model_flags.add(*s);
   f.engine.add(*s);
+  s->add_option("--logits-out", f.logits_out,
+                "write the f32 logits of every position computed (the prompt's, then each generated token's), "
+                "row-major, vocabulary-wide, to FILE; one prompt");
   s->add_flag("--print-ids", f.print_ids, "print the whole id sequence on one line instead of text");
   return {s, run_main};
 }

@@ -1,0 +1,117 @@
+// The CLI on llama.cpp-quantized zoo files: `info` reports bits per weight
+// and the per-tensor type mix as the file's headers give them, and
+// `run --logits-out` writes the logits llama.cpp computed (within the
+// zoo README's per-type bounds), in the reference files' layout.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "support/cli.h"
+
+using namespace tessera::testing;
+
+namespace {
+
+std::vector<float> read_f32(const std::string& path) {
+  const std::string bytes = read_file(path);
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+// Line n (0-based) of greedy.tsv for `file`: prompt ids and llama.cpp's whole id sequence.
+std::pair<std::string, std::string> greedy_line(const std::string& file, int n) {
+  std::istringstream in(read_file(shared_path("reference/zoo/greedy.tsv")));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream cols(line);
+    std::string f, prompt, ids;
+    std::getline(cols, f, '\t');
+    std::getline(cols, prompt, '\t');
+    std::getline(cols, ids, '\t');
+    if (f == file && n-- == 0) return {prompt, ids};
+  }
+  FAIL("no line for " << file);
+  return {};
+}
+
+double row_nmse(const float* a, const float* b, int n) {
+  double num = 0, den = 0;
+  for (int i = 0; i < n; ++i) {
+    num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    den += (double)b[i] * b[i];
+  }
+  return num / den;
+}
+
+constexpr int kVocab = 512;
+
+}  // namespace
+
+TEST_CASE("info gives bits per weight, each type's share and each role's types for a Q4_K_M mix") {
+  const auto r = run_tessera({"info", "-m", shared_path("models/zoo/q-llama-Q4_K_M.gguf")});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  // Bits per weight of the formats themselves: q4_K is 144 bytes per 256
+  // weights (4.50), q6_K 210 per 256 (6.5625), f32 32.
+  CHECK(r.out.find("q4_K x") != std::string::npos);
+  CHECK(r.out.find("4.50 bpw") != std::string::npos);
+  CHECK(r.out.find("6.56 bpw") != std::string::npos);
+  CHECK(r.out.find("bits per weight") != std::string::npos);
+  CHECK(r.out.find("file type  Q4_K_M (general.file_type 15") != std::string::npos);
+  // llama.cpp's Q4_K_M gives attn_v and ffn_down q6_K in some layers only.
+  std::istringstream lines(r.out);
+  bool mixed_role = false;
+  for (std::string l; std::getline(lines, l);)
+    if (l.find("blk.N.attn_v.weight") != std::string::npos) mixed_role = l.find("q4_K x") != std::string::npos && l.find("q6_K x") != std::string::npos;
+  CHECK_MESSAGE(mixed_role, r.out);
+}
+
+TEST_CASE("run --logits-out writes llama.cpp's logits of every computed position (prompt rows, then generated)") {
+  struct Case {
+    const char* file;
+    double nmse;  // the zoo README's bound for the file's types
+  };
+  for (const Case& c : {Case{"q-llama-Q4_K_M.gguf", 5e-3}, Case{"q-llama-Q6_K-pure.gguf", 5e-3}, Case{"q-llama-f16.gguf", 1e-5}}) {
+    const std::string file = c.file;
+    CAPTURE(file);
+    const auto [prompt, ids] = greedy_line(c.file, 0);
+    const std::vector<float> ref = read_f32(shared_path("reference/zoo/" + std::string(c.file).substr(0, std::strlen(c.file) - 5) + ".p0.logits.f32"));
+    const int ref_rows = (int)(ref.size() / kVocab);
+    // Teacher forcing: the whole id sequence but its last token as the prompt, no token sampled.
+    const std::string fed = ids.substr(0, ids.rfind(','));
+    const std::string out = temp_dir() + "/zoo_logits.f32";
+    const auto r = run_tessera({"run", "-m", shared_path("models/zoo/" + std::string(c.file)), "--prompt-ids", fed, "-n",
+                                std::to_string(ref_rows), "--temp", "0", "--print-ids", "--logits-out", out});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    const std::vector<float> got = read_f32(out);
+    REQUIRE(got.size() == ref.size());
+    double worst = 0;
+    for (int row = 0; row < ref_rows; ++row) worst = std::max(worst, row_nmse(&got[(size_t)row * kVocab], &ref[(size_t)row * kVocab], kVocab));
+    MESSAGE(c.file << ": worst row NMSE " << worst);
+    CHECK(worst <= c.nmse);
+  }
+  // Generating: P prompt rows, then one per generated token fed back (the last one's are not computed).
+  const auto [prompt, ids] = greedy_line("q-llama-Q4_K_M.gguf", 1);
+  const int p = (int)std::count(prompt.begin(), prompt.end(), ',') + 1;
+  const std::string out = temp_dir() + "/zoo_logits_gen.f32";
+  const auto r = run_tessera({"run", "-m", shared_path("models/zoo/q-llama-Q4_K_M.gguf"), "--prompt-ids", prompt, "-n", "12",
+                              "--temp", "0", "--print-ids", "--logits-out", out});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const int generated = (int)std::count(r.out.begin(), r.out.end(), ',') + 1 - p;
+  CHECK(generated == 12 - p + 1);
+  CHECK(read_f32(out).size() == (size_t)(p + generated - 1) * kVocab);
+}
+
+TEST_CASE("run --logits-out refuses a prompts file and an unwritable path in one line") {
+  const std::string model = shared_path("models/zoo/q-llama-Q8_0-pure.gguf");
+  const auto many = run_tessera({"run", "-m", model, "--prompt-ids-file", shared_path("reference/zoo/greedy.tsv"), "--logits-out", "/tmp/x.f32"});
+  CHECK(many.exit_code != 0);
+  CHECK(many.err_lines().size() == 1);
+  CHECK(many.err.find("--logits-out") != std::string::npos);
+  const auto bad = run_tessera({"run", "-m", model, "--prompt-ids", "1,2,3", "--logits-out", "/nonexistent-dir/x.f32"});
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.err.find("/nonexistent-dir/x.f32") != std::string::npos);
+}
