@@ -57,7 +57,6 @@ void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
   }
 }
 
-namespace {
 // ggml's get_scale_min_k4: 6-bit scale and min of sub-block j.
 void q4_K_scale_min(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   if (j < 4) {
@@ -68,7 +67,6 @@ void q4_K_scale_min(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
     *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
 }
-}  // namespace
 
 void dequantize_row_q4_K(const BlockQ4_K* x, float* y, int64_t n) {
   for (int64_t b = 0; b < n / kQK_K; ++b) {
@@ -326,7 +324,13 @@ bool quantize_row(DType t, const float* src, void* dst, int64_t n) {
     }
     case DType::q8_0: quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n); return true;
     case DType::q4_0: quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n); return true;
-    default: return false;  // the K-quants and i-quants: read, not written
+    case DType::q4_1: quantize_row_q4_1(src, static_cast<BlockQ4_1*>(dst), n); return true;
+    case DType::q5_0: quantize_row_q5_0(src, static_cast<BlockQ5_0*>(dst), n); return true;
+    case DType::q5_1: quantize_row_q5_1(src, static_cast<BlockQ5_1*>(dst), n); return true;
+    case DType::q4_K: quantize_row_q4_K(src, static_cast<BlockQ4_K*>(dst), n); return true;
+    case DType::q5_K: quantize_row_q5_K(src, static_cast<BlockQ5_K*>(dst), n); return true;
+    case DType::q6_K: quantize_row_q6_K(src, static_cast<BlockQ6_K*>(dst), n); return true;
+    default: return false;  // q2_K, q3_K and the i-quants: read, not written
   }
   return false;
 }
