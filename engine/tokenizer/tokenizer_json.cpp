@@ -271,6 +271,14 @@ static Expected<TokenizerData> read_tokenizer_json(const Reader& r) {
   if (!by_id.empty()) max_id = by_id.rbegin()->first;
   if (!added.empty()) max_id = std::max(max_id, added.rbegin()->first);
   if (max_id < 0) return r.fail("model.vocab", "is empty; expected at least one token");
+  // Unnamed ids below the largest become [PADn] pieces; a few are normal, billions are a broken file.
+  size_t named = by_id.size();
+  for (const auto& [id, a] : added) named += !by_id.count(id);
+  constexpr int64_t kMaxUnnamedIds = 1 << 16;
+  if (max_id + 1 - (int64_t)named > kMaxUnnamedIds)
+    return r.fail("model.vocab", "and added_tokens name " + std::to_string(named) + " ids but the largest is " +
+                                     std::to_string(max_id) + "; expected at most " + std::to_string(kMaxUnnamedIds) +
+                                     " unnamed ids below it");
 
   const size_t n = (size_t)max_id + 1;
   const bool byte_fallback = model.value("byte_fallback", false);

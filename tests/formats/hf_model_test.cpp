@@ -85,14 +85,19 @@ std::vector<StTensor> tiny_tensors_as(const std::string& dtype) {
   REQUIRE_MESSAGE(f.has_value(), f.status().message());
   std::vector<StTensor> out;
   for (const auto& t : f->tensors()) {
-    REQUIRE(t.dtype == "F16");
+    REQUIRE((t.dtype == "F16" || t.dtype == "F32"));
     StTensor s{t.name, dtype, t.shape, {}};
-    const size_t n = t.data.size() / 2;
+    const size_t in_bytes = t.dtype == "F16" ? 2 : 4, n = t.data.size() / in_bytes;
     s.bytes.resize(n * (dtype == "F32" ? 4 : 2));
     for (size_t i = 0; i < n; ++i) {
-      uint16_t h;
-      std::memcpy(&h, t.data.data() + i * 2, 2);
-      const float v = f16_to_f32(h);
+      float v;
+      if (in_bytes == 4) {
+        std::memcpy(&v, t.data.data() + i * 4, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, t.data.data() + i * 2, 2);
+        v = f16_to_f32(h);
+      }
       if (dtype == "F32") {
         std::memcpy(s.bytes.data() + i * 4, &v, 4);
       } else {
