@@ -8,8 +8,10 @@ namespace tessera {
 
 Status convert_model(const ConvertOptions& o, std::vector<std::string>* notes) {
   auto type = dtype_from_name(o.type);
-  if (!type || (*type != DType::f32 && *type != DType::f16 && *type != DType::q8_0 && *type != DType::q4_0))
-    return invalid_argument("--type: '" + o.type + "'; expected f32, f16, q8_0 or q4_0");
+  if (!type) return invalid_argument("--type: '" + o.type + "' is not a weight type; expected " + writable_weight_types());
+  if (!can_write_weight_type(*type))
+    return unsupported("--type: " + o.type + " cannot be written: core/quant has no quantizer for it; expected " +
+                       writable_weight_types());
   TS_ASSIGN_OR_RETURN(ModelWeights weights, load_model(o.input));
   std::optional<TokenizerData> tok = weights.tokenizer;
   if (!o.tokenizer_path.empty()) {

@@ -20,6 +20,8 @@ Expected<ModelFileInfo> inspect_model(const std::string& path) {
                        std::to_string(g->kvs().size()) + " metadata keys";
   } else if (m.format == "llama2c") {
     info.container = "llama2.c checkpoint";
+  } else if (m.format == "hf") {
+    info.container = "Hugging Face folder (config.json, safetensors), model_type " + m.metadata["hf.model_type"];
   }
   info.config = to_model_config(m.config);
   for (const WeightTensor& t : m.tensors) {

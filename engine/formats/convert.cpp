@@ -16,6 +16,7 @@ uint32_t file_type_of(DType t) {
     case DType::f16: return 1;
     case DType::q4_0: return 2;
     case DType::q8_0: return 7;
+    case DType::bf16: return 32;
     default: return 0;
   }
 }
@@ -111,11 +112,27 @@ void write_tokenizer(GgufWriter& w, const TokenizerData& t) {
 }
 }  // namespace
 
+bool can_write_weight_type(DType t) {
+  if (t == DType::i8 || t == DType::i32) return false;
+  // core/quant says which types it can quantize: one block of zeros answers for all.
+  const uint32_t n = traits(t).block_elems;
+  std::vector<float> zeros(n, 0.0f);
+  std::vector<std::byte> block(traits(t).block_bytes);
+  return quantize_row(t, zeros.data(), block.data(), n);
+}
+
+std::string writable_weight_types() {
+  std::string s;
+  for (int i = 0; i < kDTypeCount; ++i)
+    if (can_write_weight_type((DType)i)) s += (s.empty() ? "" : ", ") + std::string(name((DType)i));
+  return s;
+}
+
 Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType type, const std::string& out_path,
                         std::vector<std::string>* notes) {
-  if (type != DType::f32 && type != DType::f16 && type != DType::q8_0 && type != DType::q4_0)
-    return invalid_argument(out_path + ": weight type " + std::string(name(type)) +
-                            " cannot be written; expected f32, f16, q8_0 or q4_0");
+  if (!can_write_weight_type(type))
+    return unsupported(out_path + ": weight type " + std::string(name(type)) + " cannot be written (no quantizer); expected " +
+                       writable_weight_types());
   TS_TRY(m.config.validate(m.source));
   const bool scores_ok = tok && (tok->scores.size() == tok->tokens.size() || (tok->model == "gpt2" && tok->scores.empty()));
   if (tok && (!scores_ok || tok->types.size() != tok->tokens.size()))
@@ -131,6 +148,7 @@ Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType t
   GgufWriter w;
   write_config(w, m, type);
   if (tok) write_tokenizer(w, *tok);
+  if (!m.chat_template.empty()) w.set_string("tokenizer.chat_template", m.chat_template);
   for (const WeightTensor& t : m.tensors) {
     if (m.config.tied_embeddings && t.name == "output.weight") continue;
     const DType from = t.desc.dtype;

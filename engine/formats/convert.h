@@ -11,12 +11,19 @@
 
 namespace tessera {
 
-// 2-D tensors (matmul weights, token_embd) are written in `type` (f32, f16,
-// q8_0 or q4_0); 1-D tensors (norms) in f32. A tensor whose rows are not a
+// Whether `type` can be written: plain float types, and the quantized types
+// core/quant has a quantizer for (quantize_row answers).
+bool can_write_weight_type(DType type);
+// Those types' names, comma-separated, for messages.
+std::string writable_weight_types();
+
+// 2-D tensors (matmul weights, token_embd) are written in `type` (any type
+// can_write_weight_type accepts); 1-D tensors (norms) in f32. A tensor whose rows are not a
 // whole number of `type`'s blocks is written in f16 instead, and a line
 // saying which and why is appended to *notes (may be null). Q/K rows of a
 // half-split RoPE model are permuted to GGUF's interleaved order (noted).
-// Tied embeddings: no output.weight is written. `tok` may be null.
+// Tied embeddings: no output.weight is written. `tok` may be null; the
+// model's chat template, when it has one, is written as tokenizer.chat_template.
 Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType type, const std::string& out_path,
                         std::vector<std::string>* notes);
 

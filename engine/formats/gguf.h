@@ -32,6 +32,9 @@ struct GgufTensorInfo {
 class GgufFile {
  public:
   static Expected<GgufFile> open(const std::string& path);
+  // Parses `bytes`, which the caller keeps alive (mapping() is null); `path`
+  // names them in messages. For bytes that never were a file (the fuzzer).
+  static Expected<GgufFile> parse(std::span<const std::byte> bytes, const std::string& path);
 
   const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }

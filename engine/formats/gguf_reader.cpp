@@ -268,6 +268,14 @@ class GgufParser {
   uint64_t kv_count_ = 0;
 };
 
+Expected<GgufFile> GgufFile::parse(std::span<const std::byte> bytes, const std::string& path) {
+  GgufFile f;
+  f.path_ = path;
+  GgufParser parser(f, bytes);
+  TS_TRY(parser.run());
+  return f;
+}
+
 Expected<GgufFile> GgufFile::open(const std::string& path) {
   TS_ASSIGN_OR_RETURN(MappedFile m, MappedFile::open(path));
   GgufFile f;

@@ -4,11 +4,13 @@
 
 #include "core/mapped_file.h"
 #include "engine/models/gguf_llama_loader.h"
+#include "engine/models/hf_loader.h"
 #include "engine/models/llama2c_loader.h"
 
 namespace tessera {
 
 Expected<ModelWeights> load_model(const std::string& path) {
+  if (is_hf_model_dir(path)) return load_hf_model(path);
   bool is_gguf = false;
   {
     TS_ASSIGN_OR_RETURN(const MappedFile file, MappedFile::open(path));

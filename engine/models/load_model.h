@@ -1,6 +1,7 @@
 #pragma once
-// Opens a model file of any supported format: GGUF when the file starts with
-// the GGUF magic, else a llama2.c checkpoint.
+// Opens a model of any supported format: a Hugging Face folder (a directory
+// with config.json), GGUF when the file starts with the GGUF magic, else a
+// llama2.c checkpoint.
 #include <string>
 
 #include "core/status.h"

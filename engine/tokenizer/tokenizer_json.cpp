@@ -29,6 +29,8 @@ std::string cut(const std::string& s) { return s.size() <= 80 ? s : s.substr(0, 
 class Reader {
  public:
   explicit Reader(std::string path) : path_(std::move(path)) {}
+  // The file's content given, not read from `path`.
+  Reader(std::string path, std::string_view text) : path_(std::move(path)), text_(std::string(text)) {}
 
   Status fail(const std::string& field, const std::string& what) const {
     return invalid_argument(path_ + ": field '" + field + "' " + what);
@@ -38,11 +40,15 @@ class Reader {
   }
 
   Expected<json> parse() const {
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) return io_error(path_ + ": cannot be opened");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+    std::string read;
+    if (!text_) {
+      std::ifstream in(path_, std::ios::binary);
+      if (!in) return io_error(path_ + ": cannot be opened");
+      std::stringstream ss;
+      ss << in.rdbuf();
+      read = ss.str();
+    }
+    json j = json::parse(text_ ? *text_ : read, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return invalid_argument(path_ + ": is not valid JSON; expected a Hugging Face tokenizer.json");
     if (!j.is_object()) return invalid_argument(path_ + ": is JSON but not an object; expected a tokenizer.json");
     return j;
@@ -52,6 +58,7 @@ class Reader {
 
  private:
   std::string path_;
+  std::optional<std::string> text_;
 };
 
 // Every pre-tokenizer (or normalizer) of a possibly Sequence-wrapped node.
@@ -224,8 +231,8 @@ Expected<bool> read_spm_spaces(const Reader& r, const json& j) {
 }
 }  // namespace
 
-static Expected<TokenizerData> read_tokenizer_json(const std::string& path) {
-  const Reader r(path);
+static Expected<TokenizerData> read_tokenizer_json(const Reader& r) {
+  const std::string& path = r.path();
   TS_ASSIGN_OR_RETURN(const json j, r.parse());
   if (!j.contains("model") || !j["model"].is_object()) return r.fail("model", "is missing; expected the tokenizer model");
   const json& model = j["model"];
@@ -264,6 +271,14 @@ static Expected<TokenizerData> read_tokenizer_json(const std::string& path) {
   if (!by_id.empty()) max_id = by_id.rbegin()->first;
   if (!added.empty()) max_id = std::max(max_id, added.rbegin()->first);
   if (max_id < 0) return r.fail("model.vocab", "is empty; expected at least one token");
+  // Unnamed ids below the largest become [PADn] pieces; a few are normal, billions are a broken file.
+  size_t named = by_id.size();
+  for (const auto& [id, a] : added) named += !by_id.count(id);
+  constexpr int64_t kMaxUnnamedIds = 1 << 16;
+  if (max_id + 1 - (int64_t)named > kMaxUnnamedIds)
+    return r.fail("model.vocab", "and added_tokens name " + std::to_string(named) + " ids but the largest is " +
+                                     std::to_string(max_id) + "; expected at most " + std::to_string(kMaxUnnamedIds) +
+                                     " unnamed ids below it");
 
   const size_t n = (size_t)max_id + 1;
   const bool byte_fallback = model.value("byte_fallback", false);
@@ -352,10 +367,12 @@ static Expected<TokenizerData> read_tokenizer_json(const std::string& path) {
   return d;
 }
 
-Expected<TokenizerData> read_hf_tokenizer_json(const std::string& path) {
+Expected<TokenizerData> read_hf_tokenizer_json(const std::string& path) { return read_hf_tokenizer_json_text(path, std::nullopt); }
+
+Expected<TokenizerData> read_hf_tokenizer_json_text(const std::string& path, std::optional<std::string_view> text) {
   // A field of an unexpected JSON type (nlohmann throws) is an input error too.
   try {
-    return read_tokenizer_json(path);
+    return read_tokenizer_json(text ? Reader(path, *text) : Reader(path));
   } catch (const nlohmann::json::exception& e) {
     return invalid_argument(path + ": has a field of an unexpected type (" + std::string(e.what()) +
                             "); expected a Hugging Face tokenizer.json");

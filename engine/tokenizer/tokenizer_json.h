@@ -15,7 +15,9 @@
 // TemplateProcessing post-processor, else from the usual piece names
 // (<s>, <|begin_of_text|>, </s>, <|end_of_text|>, <|endoftext|>), else
 // llama.cpp's defaults for the model.
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 #include "engine/tokenizer/tokenizer_data.h"
@@ -23,5 +25,8 @@
 namespace tessera {
 
 Expected<TokenizerData> read_hf_tokenizer_json(const std::string& path);
+// The same with the file's content given (`path` still names it, and its
+// folder is where tokenizer_config.json is looked for); nullopt reads `path`.
+Expected<TokenizerData> read_hf_tokenizer_json_text(const std::string& path, std::optional<std::string_view> text);
 
 }  // namespace tessera

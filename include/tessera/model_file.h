@@ -25,7 +25,7 @@ struct TensorInfo {
 
 struct ModelFileInfo {
   std::string path;
-  std::string format;     // "gguf" or "llama2c"
+  std::string format;     // "gguf", "llama2c" or "hf" (a Hugging Face folder)
   std::string container;  // "GGUF v3, alignment 32, 24 metadata keys", "llama2.c checkpoint"
   ModelConfig config;
   std::vector<TensorInfo> tensors;  // in the file's order
@@ -88,10 +88,10 @@ class TESSERA_API TextTokenizer {
 };
 
 struct ConvertOptions {
-  std::string input;           // llama2.c .bin or GGUF
+  std::string input;           // llama2.c .bin, GGUF, or a Hugging Face folder (config.json, *.safetensors)
   std::string tokenizer_path;  // a tokenizer to embed instead of the input's own; may be empty
   std::string output;          // the GGUF file to write
-  std::string type = "f32";    // weight type: f32, f16, q8_0 or q4_0
+  std::string type = "f32";    // weight type: f32, f16, bf16, or a type core/quant can quantize (q8_0, q4_0, ...)
 };
 
 // Writes options.output; what was changed on the way (a tensor kept at a

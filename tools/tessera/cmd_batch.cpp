@@ -180,7 +180,7 @@ int batch_main() {
 
 Subcommand add_batch(CLI::App& app) {
   CLI::App* s = app.add_subcommand("batch", "run an OpenAI Batch file (JSONL) through the engine for throughput; resumable (docs/server.md)");
-  s->add_option("-m,--model", f.model, "model file (GGUF or llama2.c .bin), or synthetic[:TYPE], the bench model")->required();
+  s->add_option("-m,--model", f.model, "model: GGUF, llama2.c .bin, a Hugging Face folder, or synthetic[:TYPE], the bench model")->required();
   s->add_option("input", f.input, "requests, one a line: {custom_id, method, url, body}")->required();
   s->add_option("-o,--output", f.output, "answers, one a line; an existing file is resumed")->required();
   s->add_option("-z,--tokenizer", f.tokenizer, "llama2.c tokenizer.bin (default: the model's own)");

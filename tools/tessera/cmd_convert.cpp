@@ -1,4 +1,4 @@
-// tessera convert: a model (llama2.c .bin or GGUF) to GGUF, optionally quantized.
+// tessera convert: a model (llama2.c .bin, GGUF, or a Hugging Face folder) to GGUF, optionally quantized.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -32,10 +32,10 @@ int convert_main() {
 
 Subcommand add_convert(CLI::App& app) {
   CLI::App* s = app.add_subcommand("convert", "write a model as GGUF");
-  s->add_option("input", f.input, "model to read (llama2.c .bin or GGUF)")->required();
+  s->add_option("input", f.input, "model to read: llama2.c .bin, GGUF, or a Hugging Face folder (config.json, *.safetensors, tokenizer.json)")->required();
   s->add_option("-z,--tokenizer", f.tokenizer, "tokenizer to embed: Hugging Face tokenizer.json or llama2.c tokenizer.bin");
   s->add_option("-o,--output", f.output, "GGUF file to write")->required();
-  s->add_option("--type", f.type, "weight type: f32, f16, q8_0, q4_0");
+  s->add_option("--type", f.type, "weight type of 2-D tensors: f32, f16, bf16, q8_0, q4_0 (and any type core/quant can quantize)");
   return {s, convert_main};
 }
 

@@ -163,7 +163,7 @@ int info_main() {
 
 Subcommand add_info(CLI::App& app) {
   CLI::App* s = app.add_subcommand("info", "describe a model file");
-  s->add_option("-m,--model", f.model, "model file (GGUF or llama2.c .bin)")->required();
+  s->add_option("-m,--model", f.model, "model: GGUF, llama2.c .bin, or a Hugging Face folder")->required();
   s->add_option("-z,--tokenizer", f.tokenizer, "tokenizer file to describe instead of the model's own");
   return {s, info_main};
 }

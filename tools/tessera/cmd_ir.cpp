@@ -59,7 +59,7 @@ int ir_main() {
 
 Subcommand add_ir(CLI::App& app) {
   CLI::App* s = app.add_subcommand("ir", "print a model's graph IR after the passes, or parse and verify a printed one");
-  s->add_option("-m,--model", f.model, "model file (GGUF or llama2.c .bin)");
+  s->add_option("-m,--model", f.model, "model: GGUF, llama2.c .bin, or a Hugging Face folder");
   s->add_option("--passes", f.passes, "pass list: default, none, default,-NAME, or NAME,NAME,... (see --list-passes); default: default with -m, none with --parse");
   s->add_flag("--print-after-all", f.print_after_all, "print the graph after every pass");
   s->add_option("--print-after", f.print_after, "print the graph after the pass NAME");

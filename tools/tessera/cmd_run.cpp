@@ -288,7 +288,7 @@ int run_main() {
 
 Subcommand add_run(CLI::App& app) {
   CLI::App* s = app.add_subcommand("run", "generate from a prompt, or from many at once");
-  s->add_option("-m,--model", f.model, "model file (GGUF or llama2.c .bin), or synthetic[:TYPE], the bench model")->required();
+  s->add_option("-m,--model", f.model, "model: GGUF, llama2.c .bin, a Hugging Face folder, or synthetic[:TYPE], the bench model")->required();
   s->add_option("-z,--tokenizer", f.tokenizer, "llama2.c tokenizer.bin (default: the model's own)");
   auto* p = s->add_option("-p,--prompt", f.prompt, "prompt text");
   auto* ids = s->add_option("--prompt-ids", f.prompt_ids, "prompt as comma-separated token ids (BOS included)");
