@@ -7,11 +7,18 @@
 namespace tessera {
 
 Status convert_model(const ConvertOptions& o, std::vector<std::string>* notes) {
-  auto type = dtype_from_name(o.type);
-  if (!type) return invalid_argument("--type: '" + o.type + "' is not a weight type; expected " + writable_weight_types());
-  if (!can_write_weight_type(*type))
-    return unsupported("--type: " + o.type + " cannot be written: core/quant has no quantizer for it; expected " +
-                       writable_weight_types());
+  // A llama.cpp file type (q4_K_M: its per-tensor mix), or a weight type
+  // core/quant can write (every 2-D weight in it).
+  std::optional<QuantFileType> ft = quant_file_type(o.type);
+  bool pure = o.pure;
+  if (!ft) {
+    const auto type = dtype_from_name(o.type);
+    if (!type || !can_write_weight_type(*type))
+      return invalid_argument("--type: '" + o.type + "' is not a type Tessera can write; expected a file type (" +
+                              quant_file_type_names() + ") or a weight type (" + writable_weight_types() + ")");
+    ft = pure_file_type(*type);
+    pure = true;
+  }
   TS_ASSIGN_OR_RETURN(ModelWeights weights, load_model(o.input));
   std::optional<TokenizerData> tok = weights.tokenizer;
   if (!o.tokenizer_path.empty()) {
@@ -21,7 +28,7 @@ Status convert_model(const ConvertOptions& o, std::vector<std::string>* notes) {
                               " tokens; the model's vocab_size is " + std::to_string(weights.config.vocab_size));
     tok = t.data();
   }
-  return write_model_gguf(weights, tok ? &*tok : nullptr, *type, o.output, notes);
+  return write_model_gguf(weights, tok ? &*tok : nullptr, *ft, pure, o.output, notes);
 }
 
 }  // namespace tessera

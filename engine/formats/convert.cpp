@@ -9,18 +9,6 @@
 namespace tessera {
 
 namespace {
-// llama.cpp's general.file_type (llama_ftype) for the main weight type.
-uint32_t file_type_of(DType t) {
-  switch (t) {
-    case DType::f32: return 0;
-    case DType::f16: return 1;
-    case DType::q4_0: return 2;
-    case DType::q8_0: return 7;
-    case DType::bf16: return 32;
-    default: return 0;
-  }
-}
-
 std::string file_stem(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -73,13 +61,13 @@ bool is_qk(const std::string& name) {
   return ends(".attn_q.weight") || ends(".attn_k.weight");
 }
 
-void write_config(GgufWriter& w, const ModelWeights& m, DType type) {
+void write_config(GgufWriter& w, const ModelWeights& m, uint32_t llama_ftype) {
   const LlamaConfig& c = m.config;
   const auto name = m.metadata.find("general.name");
   w.set_string("general.architecture", "llama");
   w.set_string("general.name", name != m.metadata.end() ? name->second : file_stem(m.source));
   w.set_u32("general.alignment", kGgufDefaultAlignment);
-  w.set_u32("general.file_type", file_type_of(type));
+  w.set_u32("general.file_type", llama_ftype);
   w.set_u32("llama.context_length", (uint32_t)c.context_length);
   w.set_u32("llama.embedding_length", (uint32_t)c.dim);
   w.set_u32("llama.block_count", (uint32_t)c.n_layers);
@@ -133,6 +121,11 @@ Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType t
   if (!can_write_weight_type(type))
     return unsupported(out_path + ": weight type " + std::string(name(type)) + " cannot be written (no quantizer); expected " +
                        writable_weight_types());
+  return write_model_gguf(m, tok, pure_file_type(type), /*pure=*/true, out_path, notes);
+}
+
+Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, const QuantFileType& ft, bool pure,
+                        const std::string& out_path, std::vector<std::string>* notes) {
   TS_TRY(m.config.validate(m.source));
   const bool scores_ok = tok && (tok->scores.size() == tok->tokens.size() || (tok->model == "gpt2" && tok->scores.empty()));
   if (tok && (!scores_ok || tok->types.size() != tok->tokens.size()))
@@ -145,21 +138,24 @@ Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType t
                        std::to_string(m.config.head_dim()) + " head dims cannot be written as GGUF's interleaved order");
   auto note = [&](std::string s) { if (notes) notes->push_back(std::move(s)); };
 
-  GgufWriter w;
-  write_config(w, m, type);
-  if (tok) write_tokenizer(w, *tok);
-  if (!m.chat_template.empty()) w.set_string("tokenizer.chat_template", m.chat_template);
+  std::vector<const WeightTensor*> written;
+  std::vector<TensorToWrite> plan;
   for (const WeightTensor& t : m.tensors) {
     if (m.config.tied_embeddings && t.name == "output.weight") continue;
+    written.push_back(&t);
+    plan.push_back({t.name, t.desc.shape});
+  }
+  const std::vector<DType> types = choose_tensor_types(ft, plan, {m.config.n_layers, pure}, notes);
+
+  GgufWriter w;
+  write_config(w, m, ft.llama_ftype);
+  if (tok) write_tokenizer(w, *tok);
+  if (!m.chat_template.empty()) w.set_string("tokenizer.chat_template", m.chat_template);
+  for (size_t i = 0; i < written.size(); ++i) {
+    const WeightTensor& t = *written[i];
     const DType from = t.desc.dtype;
-    DType to = from;
-    if (from != DType::i8 && from != DType::i32) to = t.desc.shape.rank == 2 ? type : DType::f32;
-    if (!is_whole_blocks(to, t.desc.shape.last())) {
-      note("tensor '" + t.name + "': rows of " + std::to_string(t.desc.shape.last()) +
-           " elements are not a whole number of " + std::string(name(to)) + " blocks (" +
-           std::to_string(traits(to).block_elems) + "); written as f16");
-      to = DType::f16;
-    }
+    // Integer tensors keep their type; the rest take the plan's (norms f32).
+    const DType to = from == DType::i8 || from == DType::i32 ? from : types[i];
     std::vector<std::byte> bytes;
     if (to != from) bytes = convert_tensor(t, to);
     if (half_split && is_qk(t.name)) {

@@ -6,6 +6,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "engine/formats/quant_mix.h"
 #include "engine/models/model_weights.h"
 #include "engine/tokenizer/tokenizer_data.h"
 
@@ -26,5 +27,11 @@ std::string writable_weight_types();
 // model's chat template, when it has one, is written as tokenizer.chat_template.
 Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType type, const std::string& out_path,
                         std::vector<std::string>* notes);
+// The same with llama.cpp's per-tensor mix for a file type (q4_K_M: q4_K,
+// with q6_K for the classifier and some layers' attn_v and ffn_down;
+// engine/formats/quant_mix.h), or every 2-D weight in its base type when
+// mix.pure. general.file_type is the file type's llama_ftype.
+Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, const QuantFileType& ft, bool pure,
+                        const std::string& out_path, std::vector<std::string>* notes);
 
 }  // namespace tessera

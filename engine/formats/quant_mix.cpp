@@ -48,6 +48,15 @@ bool quantizable(const TensorToWrite& t) {
 // llama.cpp's K-quant mixes spend more bits.
 bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
+// N of "blk.N.", or `fallback`.
+int layer_of(const std::string& name, int fallback) {
+  if (name.rfind("blk.", 0) != 0) return fallback;
+  int n = 0;
+  size_t i = 4;
+  for (; i < name.size() && std::isdigit((unsigned char)name[i]) && n < 1000000; ++i) n = n * 10 + (name[i] - '0');
+  return i > 4 && i < name.size() && name[i] == '.' ? n : fallback;
+}
+
 // llama.cpp's tensor_type_fallback: a type whose block does not divide the rows.
 DType fit_rows(DType t, int64_t row) {
   if (row % traits(t).block_elems == 0) return t;
@@ -77,8 +86,18 @@ std::string quant_file_type_names() {
   return s;
 }
 
+QuantFileType pure_file_type(DType type) {
+  // The file type of that name, or for q4_K / q5_K their _M (what
+  // llama-quantize --pure Q4_K_M writes as general.file_type).
+  for (const auto& f : kFileTypes)
+    if (f.name == name(type)) return f;
+  for (const auto& f : kFileTypes)
+    if (f.base == type && f.name.back() == 'M') return f;
+  return {name(type), 0, type};
+}
+
 std::vector<DType> choose_tensor_types(const QuantFileType& ft, const std::vector<TensorToWrite>& tensors,
-                                       const QuantMixOptions& o) {
+                                       const QuantMixOptions& o, std::vector<std::string>* notes) {
   const bool tied = std::none_of(tensors.begin(), tensors.end(), [](const auto& t) { return t.name == "output.weight"; });
   const int n_attn_v = (int)std::count_if(tensors.begin(), tensors.end(), [](const auto& t) { return role_of(t.name) == Role::attn_v; });
   const bool quantized = traits(ft.base).quantized;
@@ -99,17 +118,25 @@ std::vector<DType> choose_tensor_types(const QuantFileType& ft, const std::vecto
         if (t.shape.last() % traits(type).block_elems != 0) type = DType::q8_0;
         else if (type != DType::q8_0) type = DType::q6_K;
       } else if (role == Role::attn_v) {
-        if ((n == "q4_K_M" || n == "q5_K_M") && use_more_bits(i_attn_v, n_attn_v)) type = DType::q6_K;
-        else if (n == "q4_K_S" && i_attn_v < 4) type = DType::q5_K;
+        const int i = n_attn_v == o.n_layers ? layer_of(t.name, i_attn_v) : i_attn_v;
+        if ((n == "q4_K_M" || n == "q5_K_M") && use_more_bits(i, n_attn_v)) type = DType::q6_K;
+        else if (n == "q4_K_S" && i < 4) type = DType::q5_K;
         ++i_attn_v;
       } else if (role == Role::ffn_down) {
-        const int i_layer = i_ffn_down, n_layer = o.n_layers;
+        const int i_layer = layer_of(t.name, i_ffn_down), n_layer = o.n_layers;
         if ((n == "q4_K_M" || n == "q5_K_M") && use_more_bits(i_layer, n_layer)) type = DType::q6_K;
         else if (n == "q4_K_S" && i_layer < n_layer / 8) type = DType::q5_K;
         ++i_ffn_down;
       }
     }
-    if (quantized) type = fit_rows(type, t.shape.last());
+    if (traits(type).quantized) {
+      const DType fit = fit_rows(type, t.shape.last());
+      if (fit != type && notes)
+        notes->push_back("tensor '" + t.name + "': rows of " + std::to_string(t.shape.last()) +
+                         " elements are not a whole number of " + std::string(name(type)) + " blocks (" +
+                         std::to_string(traits(type).block_elems) + "); written as " + std::string(name(fit)));
+      type = fit;
+    }
     out.push_back(type);
   }
   return out;

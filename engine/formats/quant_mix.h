@@ -35,12 +35,17 @@ struct QuantMixOptions {
   bool pure = false;     // every quantizable tensor in the base type (llama-quantize --pure)
 };
 
-// One type per tensor, in order (the order matters as it does to
-// llama-quantize: attn_v tensors are counted as they come). Norms, 1-D
+// One type per tensor, in order. A layer's attn_v / ffn_down is placed by
+// the N of its blk.N. name (llama-quantize counts them in file order, which
+// is layer order in the files llama.cpp writes). Norms, 1-D
 // tensors and non-".weight" tensors keep f32; rows that are not whole
 // blocks fall back as llama.cpp's do (q4_K → q5_0, q5_K → q5_1, q6_K →
 // q8_0, then f16).
+// A fallback is appended to *notes (may be null), one line naming the tensor.
 std::vector<DType> choose_tensor_types(const QuantFileType& ft, const std::vector<TensorToWrite>& tensors,
-                                       const QuantMixOptions& o);
+                                       const QuantMixOptions& o, std::vector<std::string>* notes = nullptr);
+
+// The file type that writes every 2-D weight in `type` (as --pure does).
+QuantFileType pure_file_type(DType type);
 
 }  // namespace tessera

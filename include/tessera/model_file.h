@@ -91,7 +91,11 @@ struct ConvertOptions {
   std::string input;           // llama2.c .bin, GGUF, or a Hugging Face folder (config.json, *.safetensors)
   std::string tokenizer_path;  // a tokenizer to embed instead of the input's own; may be empty
   std::string output;          // the GGUF file to write
-  std::string type = "f32";    // weight type: f32, f16, bf16, or a type core/quant can quantize (q8_0, q4_0, ...)
+  // A llama.cpp file type, whose per-tensor mix llama-quantize would choose
+  // (q4_K_M, q5_K_M, q4_K_S, q5_K_S, q6_K, q8_0, q4_0, q4_1, q5_0, q5_1, f16,
+  // bf16, f32), or any weight type Tessera can write (every 2-D weight in it).
+  std::string type = "f32";
+  bool pure = false;           // every 2-D weight in the file type's base type (llama-quantize --pure)
 };
 
 // Writes options.output; what was changed on the way (a tensor kept at a

@@ -153,11 +153,11 @@ TEST_CASE("tessera convert HF_FOLDER embeds the folder's tokenizer.json and chat
   CHECK(trim(r.out).rfind(trim(from_json.out), 0) == 0);
 }
 
-TEST_CASE("convert refuses a weight type core/quant cannot quantize, in one line naming the ones it can") {
-  const auto r = run_tessera({"convert", kHfDir, "-o", temp_dir() + "/never.gguf", "--type", "q4_K"});
+TEST_CASE("convert refuses a type it cannot write (q3_K: no quantizer), in one line naming the ones it can") {
+  const auto r = run_tessera({"convert", kHfDir, "-o", temp_dir() + "/never.gguf", "--type", "q3_K"});
   CHECK(r.exit_code != 0);
   REQUIRE(r.err_lines().size() == 1);
-  CHECK(r.err.find("q4_K") != std::string::npos);
-  CHECK(r.err.find("no quantizer") != std::string::npos);
+  CHECK(r.err.find("q3_K") != std::string::npos);
+  CHECK(r.err.find("q4_K_M") != std::string::npos);
   CHECK(r.err.find("q8_0") != std::string::npos);
 }

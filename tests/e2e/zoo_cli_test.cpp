@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "engine/formats/gguf.h"
 #include "support/cli.h"
 
 using namespace tessera::testing;
@@ -114,4 +115,35 @@ TEST_CASE("run --logits-out refuses a prompts file and an unwritable path in one
   const auto bad = run_tessera({"run", "-m", model, "--prompt-ids", "1,2,3", "--logits-out", "/nonexistent-dir/x.f32"});
   CHECK(bad.exit_code != 0);
   CHECK(bad.err.find("/nonexistent-dir/x.f32") != std::string::npos);
+}
+
+TEST_CASE("convert --type q4_K_M / q5_K_M / q6_K of the zoo's f16 llama writes llama-quantize's file: the same tensors, types and bytes") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"q4_K_M", "q-llama-Q4_K_M.gguf"}, {"q5_K_M", "q-llama-Q5_K_M.gguf"}, {"q5_1", "q-llama-Q5_1-pure.gguf"}};
+  for (const auto& [type, want_file] : cases) {
+    CAPTURE(std::string(type));
+    const std::string out = temp_dir() + "/zoo_convert_" + type + ".gguf";
+    std::vector<std::string> args = {"convert", shared_path("models/zoo/q-llama-f16.gguf"), "-o", out, "--type", type};
+    if (std::string(want_file).find("-pure") != std::string::npos) args.push_back("--pure");
+    const auto r = run_tessera(args);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    auto ours = tessera::GgufFile::open(out);
+    auto want = tessera::GgufFile::open(shared_path(std::string("models/zoo/") + want_file));
+    REQUIRE(ours.has_value());
+    REQUIRE(want.has_value());
+    REQUIRE(ours->tensors().size() == want->tensors().size());
+    for (const auto& w : want->tensors()) {
+      CAPTURE(w.name);
+      const auto* o = ours->find_tensor(w.name);
+      REQUIRE(o != nullptr);
+      CHECK(o->dtype == w.dtype);
+      CHECK(o->shape.to_string() == w.shape.to_string());
+      REQUIRE(o->bytes == w.bytes);
+      CHECK(std::memcmp(o->data.data(), w.data.data(), w.bytes) == 0);
+    }
+    const auto ft_ours = ours->get_uint("general.file_type"), ft_want = want->get_uint("general.file_type");
+    REQUIRE(ft_ours.has_value());
+    REQUIRE(ft_want.has_value());
+    CHECK(*ft_ours == *ft_want);
+  }
 }

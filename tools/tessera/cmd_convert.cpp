@@ -12,6 +12,7 @@ namespace {
 
 struct ConvertFlags {
   std::string input, tokenizer, output, type = "f32";
+  bool pure = false;
 } f;
 
 int convert_main() {
@@ -20,6 +21,7 @@ int convert_main() {
   o.tokenizer_path = f.tokenizer;
   o.output = f.output;
   o.type = f.type;
+  o.pure = f.pure;
   std::vector<std::string> notes;
   Status s = convert_model(o, &notes);
   for (const auto& n : notes) std::fprintf(stderr, "tessera: %s\n", n.c_str());
@@ -35,7 +37,10 @@ Subcommand add_convert(CLI::App& app) {
   s->add_option("input", f.input, "model to read: llama2.c .bin, GGUF, or a Hugging Face folder (config.json, *.safetensors, tokenizer.json)")->required();
   s->add_option("-z,--tokenizer", f.tokenizer, "tokenizer to embed: Hugging Face tokenizer.json or llama2.c tokenizer.bin");
   s->add_option("-o,--output", f.output, "GGUF file to write")->required();
-  s->add_option("--type", f.type, "weight type of 2-D tensors: f32, f16, bf16, q8_0, q4_0 (and any type core/quant can quantize)");
+  s->add_option("--type", f.type,
+                "a llama.cpp file type, mixed per tensor as llama-quantize does (q4_K_M, q5_K_M, q4_K_S, q5_K_S, q6_K, "
+                "q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16, f32), or a weight type for every 2-D tensor (q4_K, q5_K)");
+  s->add_flag("--pure", f.pure, "every 2-D weight in the type's base type, no per-tensor mix (llama-quantize --pure)");
   return {s, convert_main};
 }
 
