@@ -1,0 +1,167 @@
+// AVX-512 VNNI q4_K, q5_K and q6_K x q8_K tiles. A weight super-block is
+// unpacked once into unsigned codes, 64 per register (one chunk), and each
+// x row of the tile then takes two instructions per chunk: vpmaddubsw
+// (u8 code x s8 x, pairs summed to i16; at most 2 * 63 * 127 = 16002, so
+// it never saturates) and vpdpwssd, which multiplies those pairs by the
+// chunk's per-sub-block scales and accumulates in i32. The offsets come from
+// the x block sums once per super-block (q8_K_activations.h), and each
+// super-block's integer sum is scaled into an f32 accumulator.
+#include "kernels/cpu/isa_kernels.h"
+#include "kernels/cpu/q8_K_activations.h"
+#include "kernels/cpu/simd_util__x86.h"
+
+namespace tessera::kernels::cpu::detail {
+
+namespace {
+
+inline const BlockQ8_K* x_blocks(const std::byte* x, int64_t x_stride, int i) {
+  return reinterpret_cast<const BlockQ8_K*>(x + i * x_stride);
+}
+inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// i16 lanes 0-15 take element `lo` of v16, lanes 16-31 element `hi`.
+inline __m512i pick2_epi16(__m512i v16, int lo, int hi) {
+  return _mm512_permutexvar_epi16(
+      _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)lo)), _mm256_set1_epi16((short)hi), 1), v16);
+}
+
+// i16 lanes 8t..8t+7 take element s + t of v16 (t < 4).
+inline __m512i pick4_epi16(__m512i v16, int s) {
+  const __m256i quarters = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                            3, 3, 3, 3, 3, 3, 3);
+  return _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_cvtepu8_epi16(quarters), _mm512_set1_epi16((short)s)), v16);
+}
+
+// q4_K / q5_K: Codes(blk, c) returns chunk c's 64 codes (sub-blocks 2c, 2c+1).
+template <int MR, typename Block, typename Codes>
+void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr, int64_t nb, float* y, int64_t ldy,
+             const Codes& codes) {
+  const BlockQ8_K* xr[MR];
+  for (int i = 0; i < MR; ++i) xr[i] = x_blocks(x, x_stride, i);
+  // Each min repeated for the two 16-element bsums of its sub-block.
+  const __m256i dup_mins = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+  for (int r = 0; r < nr; ++r) {
+    const BlockRow<Block> wb{w.base + r * w.row_stride, w.block_stride};
+    __m512 acc[MR];
+    for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const Block& blk = wb[b];
+      alignas(16) uint8_t sm[16];
+      k4_scales_mins(blk.scales, sm);
+      const __m256i sm16 = _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sm)));
+      const __m512i sm16z = _mm512_castsi256_si512(sm16);
+      const __m256i mins = _mm256_permutexvar_epi16(dup_mins, sm16);
+      __m512i isum[MR];
+      for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {
+        const __m512i q = codes(blk, c);
+        const __m512i sc = pick2_epi16(sm16z, 2 * c, 2 * c + 1);
+        for (int i = 0; i < MR; ++i)
+          isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q, load512(xr[i][b].qs + 64 * c)), sc);
+      }
+      const float d = _cvtsh_ss(blk.d), dmin = _cvtsh_ss(blk.dmin);
+      for (int i = 0; i < MR; ++i) {
+        const __m256i msum = _mm256_madd_epi16(load256(xr[i][b].bsums), mins);
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_set1_ps(d * xr[i][b].d), acc[i]);
+        acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(msum)), _mm512_set1_ps(dmin * xr[i][b].d),
+                                  acc[i]);
+      }
+    }
+    for (int i = 0; i < MR; ++i) y[i * ldy + r] = _mm512_reduce_add_ps(acc[i]);
+  }
+}
+
+// Chunk c of q4_K: the 32 bytes qs[32c..] as low nibbles (lower half) and high nibbles (upper half).
+inline __m512i q4_K_codes(const BlockQ4_K& blk, int c) {
+  const __m256i v = load256(blk.qs + 32 * c);
+  return _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1),
+                          _mm512_set1_epi8(0x0f));
+}
+
+// q5_K: q4_K's nibbles plus 16 where bit 2c (lower half) or 2c+1 (upper half) of qh[l] is set.
+inline __m512i q5_K_codes(const BlockQ5_K& blk, int c) {
+  const __m256i v = load256(blk.qs + 32 * c);
+  const __m512i nib = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1),
+                                       _mm512_set1_epi8(0x0f));
+  const __m512i qh = _mm512_broadcast_i64x4(load256(blk.qh));
+  const __m512i bit = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8((char)(1 << (2 * c)))),
+                                         _mm256_set1_epi8((char)(1 << (2 * c + 1))), 1);
+  return _mm512_mask_add_epi8(nib, _mm512_test_epi8_mask(qh, bit), nib, _mm512_set1_epi8(16));
+}
+
+template <int MR>
+void q6_K_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr, int64_t nb, float* y, int64_t ldy) {
+  const BlockQ8_K* xr[MR];
+  for (int i = 0; i < MR; ++i) xr[i] = x_blocks(x, x_stride, i);
+  const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
+  // qh's two bits for chunk A (elements 0-63 of a half) land at bits 4-5
+  // after shifting left by 4 (lower 32) or 2 (upper 32); for chunk B (64-127)
+  // after shifting right by 0 or 2. 16-bit shifts: bits crossing into the
+  // neighbour byte fall outside 0x30.
+  const __m512i shl_a = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+  const __m512i shr_b = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  for (int r = 0; r < nr; ++r) {
+    const BlockRow<BlockQ6_K> wb{w.base + r * w.row_stride, w.block_stride};
+    __m512 acc[MR];
+    for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ6_K& blk = wb[b];
+      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
+      const __m512i sc16z = _mm512_castsi256_si512(sc16);
+      __m512i isum[MR];
+      for (int i = 0; i < MR; ++i) {
+        // -32 * sum_s sc_s * bsums_s, in i32 lanes 0-7.
+        const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(load256(xr[i][b].bsums), sc16), 5);
+        isum[i] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(off));
+      }
+      for (int h = 0; h < 2; ++h) {
+        const __m512i ql = load512(blk.ql + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(load256(blk.qh + 32 * h));
+        const __m512i qa = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_sllv_epi16(qh, shl_a), bits45));
+        const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                           _mm512_and_si512(_mm512_srlv_epi16(qh, shr_b), bits45));
+        // Chunk A holds sub-blocks 8h..8h+3, B 8h+4..8h+7: 8 i16 pair sums each.
+        const __m512i sca = pick4_epi16(sc16z, 8 * h), scb = pick4_epi16(sc16z, 8 * h + 4);
+        for (int i = 0; i < MR; ++i) {
+          const int8_t* xq = xr[i][b].qs + 128 * h;
+          isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(qa, load512(xq)), sca);
+          isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(qb, load512(xq + 64)), scb);
+        }
+      }
+      const float d = _cvtsh_ss(blk.d);
+      for (int i = 0; i < MR; ++i)
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_set1_ps(d * xr[i][b].d), acc[i]);
+    }
+    for (int i = 0; i < MR; ++i) y[i * ldy + r] = _mm512_reduce_add_ps(acc[i]);
+  }
+}
+
+template <typename Rows>
+void by_mr(int mr, const Rows& rows) {
+  switch (mr) {
+    case 1: return rows(std::integral_constant<int, 1>{});
+    case 2: return rows(std::integral_constant<int, 2>{});
+    case 3: return rows(std::integral_constant<int, 3>{});
+    default: return rows(std::integral_constant<int, 4>{});
+  }
+}
+
+}  // namespace
+
+void q4_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
+                           float* y, int64_t ldy) {
+  by_mr(mr, [&](auto MR) { k4_rows<MR(), BlockQ4_K>(x, x_stride, w, nr, k / kQK_K, y, ldy, q4_K_codes); });
+}
+
+void q5_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
+                           float* y, int64_t ldy) {
+  by_mr(mr, [&](auto MR) { k4_rows<MR(), BlockQ5_K>(x, x_stride, w, nr, k / kQK_K, y, ldy, q5_K_codes); });
+}
+
+void q6_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
+                           float* y, int64_t ldy) {
+  by_mr(mr, [&](auto MR) { q6_K_rows<MR()>(x, x_stride, w, nr, k / kQK_K, y, ldy); });
+}
+
+}  // namespace tessera::kernels::cpu::detail

@@ -1,0 +1,48 @@
+#pragma once
+// Private to kernels/cpu: x rows quantized for the K-quant integer tiles
+// (q4_K, q5_K, q6_K), as llama.cpp's block_q8_K. One block per 256 elements
+// of a row; row r of the workspace starts at base + r * q8_K_row_bytes(k).
+// The bsums make the weights' per-sub-block offsets cheap: q4_K/q5_K's
+// "- min" term is sum_s min_s * (bsums[2s] + bsums[2s+1]), and q6_K's
+// "- 32" is -32 * sum_s scale_s * bsums[s], so the tiles dot unsigned
+// weight codes with signed x and correct once per super-block.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "core/dtype.h"
+
+namespace tessera::kernels::cpu::detail {
+
+struct BlockQ8_K {
+  float d;                      // max|x| / 127 over the 256 elements (kept in f32)
+  int8_t qs[kQK_K];             // q = round(x / d), |q| <= 127
+  int16_t bsums[kQK_K / 16];    // sum of q over each 16 elements
+};
+static_assert(sizeof(BlockQ8_K) == 292);
+
+inline int64_t q8_K_row_bytes(int64_t k) {
+  return ((k / kQK_K) * (int64_t)sizeof(BlockQ8_K) + 63) / 64 * 64;
+}
+
+// Quantizes one x row of k floats (k a multiple of 256). Plain C++ for every
+// ISA family: it is O(k) per x row against the tiles' O(n * k).
+void quantize_row_q8_K(const float* x, int64_t k, std::byte* row);
+
+namespace {
+// q4_K/q5_K's 12 packed bytes as 8 six-bit scales (out[0..7]) and 8 mins
+// (out[8..15]): ggml's get_scale_min_k4 for all sub-blocks at once.
+inline void k4_scales_mins(const uint8_t* packed, uint8_t out[16]) {
+  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kTop2 = 0x03030303;
+  uint32_t u[4];
+  std::memcpy(u, packed, 12);
+  u[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kTop2) << 4);
+  const uint32_t mins_lo = u[1] & kLow6;
+  u[1] = (u[2] & kLow4) | (((u[0] >> 6) & kTop2) << 4);
+  u[2] = mins_lo;
+  u[0] &= kLow6;
+  std::memcpy(out, u, 16);
+}
+}  // namespace
+
+}  // namespace tessera::kernels::cpu::detail
