@@ -31,6 +31,7 @@ inline __m256i pick2_epi16(__m128i v, int lo, int hi) {
 }
 
 // q4_K / q5_K: Codes(blk, c, lo, hi) sets chunk c's codes, sub-blocks 2c (lo) and 2c+1 (hi).
+// (Codes is a lambda, not a function pointer, so that it inlines.)
 template <int MR, typename Block, typename Codes>
 void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr, int64_t nb, float* y, int64_t ldy,
              const Codes& codes) {
@@ -44,16 +45,16 @@ void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr,
     for (int i = 0; i < MR; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const Block& blk = wb[b];
-      alignas(16) uint8_t sm[16];
+      uint32_t sm[4];
       k4_scales_mins(blk.scales, sm);
-      const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+      const __m128i sm8 = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
       const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm8, dup_mins));
       __m256i isum[MR];
       for (int i = 0; i < MR; ++i) isum[i] = _mm256_setzero_si256();
       for (int c = 0; c < 4; ++c) {
         __m256i lo, hi;
         codes(blk, c, lo, hi);
-        const __m256i sc_lo = _mm256_set1_epi16(sm[2 * c]), sc_hi = _mm256_set1_epi16(sm[2 * c + 1]);
+        const __m256i sc_lo = _mm256_set1_epi16(k4_byte(sm, 2 * c)), sc_hi = _mm256_set1_epi16(k4_byte(sm, 2 * c + 1));
         for (int i = 0; i < MR; ++i) {
           const int8_t* xq = xr[i][b].qs + 64 * c;
           const __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xq)), sc_lo);
@@ -150,12 +151,12 @@ void by_mr(int mr, const Rows& rows) {
 
 void q4_K_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
                      int64_t ldy) {
-  by_mr(mr, [&](auto MR) { k4_rows<MR(), BlockQ4_K>(x, x_stride, w, nr, k / kQK_K, y, ldy, q4_K_codes); });
+  by_mr(mr, [&](auto MR) { k4_rows<MR(), BlockQ4_K>(x, x_stride, w, nr, k / kQK_K, y, ldy, [](const BlockQ4_K& blk, int c, __m256i& lo, __m256i& hi) { q4_K_codes(blk, c, lo, hi); }); });
 }
 
 void q5_K_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
                      int64_t ldy) {
-  by_mr(mr, [&](auto MR) { k4_rows<MR(), BlockQ5_K>(x, x_stride, w, nr, k / kQK_K, y, ldy, q5_K_codes); });
+  by_mr(mr, [&](auto MR) { k4_rows<MR(), BlockQ5_K>(x, x_stride, w, nr, k / kQK_K, y, ldy, [](const BlockQ5_K& blk, int c, __m256i& lo, __m256i& hi) { q5_K_codes(blk, c, lo, hi); }); });
 }
 
 void q6_K_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,

@@ -20,20 +20,15 @@ inline const BlockQ8_K* x_blocks(const std::byte* x, int64_t x_stride, int i) {
 inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// i16 lanes 0-15 take element `lo` of v16, lanes 16-31 element `hi`.
-inline __m512i pick2_epi16(__m512i v16, int lo, int hi) {
-  return _mm512_permutexvar_epi16(
-      _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)lo)), _mm256_set1_epi16((short)hi), 1), v16);
-}
-
-// i16 lanes 8t..8t+7 take element s + t of v16 (t < 4).
-inline __m512i pick4_epi16(__m512i v16, int s) {
+// Indices for vpermw: i16 lanes 8t..8t+7 take element s + t (t < 4).
+inline __m512i quarter_idx(int s) {
   const __m256i quarters = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
                                             3, 3, 3, 3, 3, 3, 3);
-  return _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_cvtepu8_epi16(quarters), _mm512_set1_epi16((short)s)), v16);
+  return _mm512_add_epi16(_mm512_cvtepu8_epi16(quarters), _mm512_set1_epi16((short)s));
 }
 
 // q4_K / q5_K: Codes(blk, c) returns chunk c's 64 codes (sub-blocks 2c, 2c+1).
+// (Codes is a lambda, not a function pointer, so that it inlines.)
 template <int MR, typename Block, typename Codes>
 void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr, int64_t nb, float* y, int64_t ldy,
              const Codes& codes) {
@@ -41,22 +36,26 @@ void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr,
   for (int i = 0; i < MR; ++i) xr[i] = x_blocks(x, x_stride, i);
   // Each min repeated for the two 16-element bsums of its sub-block.
   const __m256i dup_mins = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+  // Chunk c's scale indices (sub-blocks 2c, 2c+1), built once.
+  __m512i sc_idx[4];
+  for (int c = 0; c < 4; ++c)
+    sc_idx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
   for (int r = 0; r < nr; ++r) {
     const BlockRow<Block> wb{w.base + r * w.row_stride, w.block_stride};
     __m512 acc[MR];
     for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const Block& blk = wb[b];
-      alignas(16) uint8_t sm[16];
+      uint32_t sm[4];
       k4_scales_mins(blk.scales, sm);
-      const __m256i sm16 = _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sm)));
+      const __m256i sm16 = _mm256_cvtepu8_epi16(_mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]));
       const __m512i sm16z = _mm512_castsi256_si512(sm16);
       const __m256i mins = _mm256_permutexvar_epi16(dup_mins, sm16);
       __m512i isum[MR];
       for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
       for (int c = 0; c < 4; ++c) {
         const __m512i q = codes(blk, c);
-        const __m512i sc = pick2_epi16(sm16z, 2 * c, 2 * c + 1);
+        const __m512i sc = _mm512_permutexvar_epi16(sc_idx[c], sm16z);
         for (int i = 0; i < MR; ++i)
           isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q, load512(xr[i][b].qs + 64 * c)), sc);
       }
@@ -101,6 +100,7 @@ void q6_K_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int n
   // neighbour byte fall outside 0x30.
   const __m512i shl_a = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
   const __m512i shr_b = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  const __m512i sc_idx[4] = {quarter_idx(0), quarter_idx(4), quarter_idx(8), quarter_idx(12)};
   for (int r = 0; r < nr; ++r) {
     const BlockRow<BlockQ6_K> wb{w.base + r * w.row_stride, w.block_stride};
     __m512 acc[MR];
@@ -122,7 +122,8 @@ void q6_K_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int n
         const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
                                            _mm512_and_si512(_mm512_srlv_epi16(qh, shr_b), bits45));
         // Chunk A holds sub-blocks 8h..8h+3, B 8h+4..8h+7: 8 i16 pair sums each.
-        const __m512i sca = pick4_epi16(sc16z, 8 * h), scb = pick4_epi16(sc16z, 8 * h + 4);
+        const __m512i sca = _mm512_permutexvar_epi16(sc_idx[2 * h], sc16z);
+        const __m512i scb = _mm512_permutexvar_epi16(sc_idx[2 * h + 1], sc16z);
         for (int i = 0; i < MR; ++i) {
           const int8_t* xq = xr[i][b].qs + 128 * h;
           isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(qa, load512(xq)), sca);
@@ -151,12 +152,12 @@ void by_mr(int mr, const Rows& rows) {
 
 void q4_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
                            float* y, int64_t ldy) {
-  by_mr(mr, [&](auto MR) { k4_rows<MR(), BlockQ4_K>(x, x_stride, w, nr, k / kQK_K, y, ldy, q4_K_codes); });
+  by_mr(mr, [&](auto MR) { k4_rows<MR(), BlockQ4_K>(x, x_stride, w, nr, k / kQK_K, y, ldy, [](const BlockQ4_K& blk, int c) { return q4_K_codes(blk, c); }); });
 }
 
 void q5_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
                            float* y, int64_t ldy) {
-  by_mr(mr, [&](auto MR) { k4_rows<MR(), BlockQ5_K>(x, x_stride, w, nr, k / kQK_K, y, ldy, q5_K_codes); });
+  by_mr(mr, [&](auto MR) { k4_rows<MR(), BlockQ5_K>(x, x_stride, w, nr, k / kQK_K, y, ldy, [](const BlockQ5_K& blk, int c) { return q5_K_codes(blk, c); }); });
 }
 
 void q6_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,

@@ -24,7 +24,8 @@ void k4_tile(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w,
     const BlockRow<Block> wb{w.base + r * w.row_stride, w.block_stride};
     float acc[4] = {};
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t q[kQK_K], sm[16];
+      uint8_t q[kQK_K];
+      uint32_t sm[4];
       codes(wb[b], q);
       k4_scales_mins(wb[b].scales, sm);
       const float d = f16_to_f32(wb[b].d), dmin = f16_to_f32(wb[b].dmin);
@@ -34,8 +35,8 @@ void k4_tile(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w,
         for (int s = 0; s < 8; ++s) {
           int32_t dot = 0;
           for (int j = 0; j < 32; ++j) dot += (int32_t)q[32 * s + j] * xb.qs[32 * s + j];
-          sumi += sm[s] * dot;
-          summ += sm[8 + s] * (xb.bsums[2 * s] + xb.bsums[2 * s + 1]);
+          sumi += k4_byte(sm, s) * dot;
+          summ += k4_byte(sm, 8 + s) * (xb.bsums[2 * s] + xb.bsums[2 * s + 1]);
         }
         acc[i] += d * xb.d * (float)sumi - dmin * xb.d * (float)summ;
       }

@@ -30,19 +30,22 @@ inline int64_t q8_K_row_bytes(int64_t k) {
 void quantize_row_q8_K(const float* x, int64_t k, std::byte* row);
 
 namespace {
-// q4_K/q5_K's 12 packed bytes as 8 six-bit scales (out[0..7]) and 8 mins
-// (out[8..15]): ggml's get_scale_min_k4 for all sub-blocks at once.
-inline void k4_scales_mins(const uint8_t* packed, uint8_t out[16]) {
+// q4_K/q5_K's 12 packed bytes as 8 six-bit scales (bytes 0-7 of u, little
+// endian) and 8 mins (bytes 8-15): ggml's get_scale_min_k4 for all
+// sub-blocks at once. In four words, not bytes: the SIMD tiles move them to
+// a vector register directly (a 16-byte reload of four 4-byte stores would
+// miss store forwarding and stall every super-block).
+inline void k4_scales_mins(const uint8_t* packed, uint32_t u[4]) {
   constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kTop2 = 0x03030303;
-  uint32_t u[4];
-  std::memcpy(u, packed, 12);
-  u[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kTop2) << 4);
-  const uint32_t mins_lo = u[1] & kLow6;
-  u[1] = (u[2] & kLow4) | (((u[0] >> 6) & kTop2) << 4);
-  u[2] = mins_lo;
-  u[0] &= kLow6;
-  std::memcpy(out, u, 16);
+  uint32_t p[3];
+  std::memcpy(p, packed, 12);
+  u[0] = p[0] & kLow6;
+  u[1] = (p[2] & kLow4) | (((p[0] >> 6) & kTop2) << 4);
+  u[2] = p[1] & kLow6;
+  u[3] = ((p[2] >> 4) & kLow4) | (((p[1] >> 6) & kTop2) << 4);
 }
+// Byte j of those words: scale j (j < 8) or min j - 8.
+inline uint8_t k4_byte(const uint32_t u[4], int j) { return (uint8_t)(u[j / 4] >> (8 * (j % 4))); }
 }  // namespace
 
 }  // namespace tessera::kernels::cpu::detail
