@@ -41,8 +41,10 @@ void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr,
   const __m128i dup_mins = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
   for (int r = 0; r < nr; ++r) {
     const BlockRow<Block> wb{w.base + r * w.row_stride, w.block_stride};
-    __m256 acc[MR];
-    for (int i = 0; i < MR; ++i) acc[i] = _mm256_setzero_ps();
+    // The mins get accumulators of their own: two FMAs a super-block into
+    // one register would chain their latencies.
+    __m256 acc[MR], acc_min[MR];
+    for (int i = 0; i < MR; ++i) acc[i] = acc_min[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const Block& blk = wb[b];
       uint32_t sm[4];
@@ -66,10 +68,10 @@ void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr,
       for (int i = 0; i < MR; ++i) {
         const __m256i msum = _mm256_madd_epi16(load256(xr[i][b].bsums), mins);
         acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(d * xr[i][b].d), acc[i]);
-        acc[i] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xr[i][b].d), acc[i]);
+        acc_min[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xr[i][b].d), acc_min[i]);
       }
     }
-    for (int i = 0; i < MR; ++i) y[i * ldy + r] = hsum256(acc[i]);
+    for (int i = 0; i < MR; ++i) y[i * ldy + r] = hsum256(_mm256_sub_ps(acc[i], acc_min[i]));
   }
 }
 

@@ -42,8 +42,10 @@ void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr,
     sc_idx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
   for (int r = 0; r < nr; ++r) {
     const BlockRow<Block> wb{w.base + r * w.row_stride, w.block_stride};
-    __m512 acc[MR];
-    for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+    // The mins get accumulators of their own: two FMAs a super-block into
+    // one register would chain their latencies.
+    __m512 acc[MR], acc_min[MR];
+    for (int i = 0; i < MR; ++i) acc[i] = acc_min[i] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const Block& blk = wb[b];
       uint32_t sm[4];
@@ -63,11 +65,11 @@ void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr,
       for (int i = 0; i < MR; ++i) {
         const __m256i msum = _mm256_madd_epi16(load256(xr[i][b].bsums), mins);
         acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_set1_ps(d * xr[i][b].d), acc[i]);
-        acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(msum)), _mm512_set1_ps(dmin * xr[i][b].d),
-                                  acc[i]);
+        acc_min[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(msum)), _mm512_set1_ps(dmin * xr[i][b].d),
+                                     acc_min[i]);
       }
     }
-    for (int i = 0; i < MR; ++i) y[i * ldy + r] = _mm512_reduce_add_ps(acc[i]);
+    for (int i = 0; i < MR; ++i) y[i * ldy + r] = _mm512_reduce_add_ps(_mm512_sub_ps(acc[i], acc_min[i]));
   }
 }
 
