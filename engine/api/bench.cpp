@@ -36,7 +36,7 @@ MatmulRoofReport time_matmul_roofs(int64_t n, int64_t k, int reps) {
   report.isa = std::string(kernels::cpu::name(kernels::cpu::active_isa()));
   for (const MatmulRoofCase& c : bench_matmul_roofs(pool, n, k, reps))
     report.cases.push_back({std::string(name(c.dtype)), c.kernel, c.m, c.n, c.k, c.weight_bytes, c.median_ms, c.min_ms,
-                            c.GBps(), c.roof_before_GBps, c.roof_after_GBps, c.roof_GBps(), c.share_of_roof()});
+                            c.GBps(), c.roof_GBps, c.share_of_roof});
   return report;
 }
 

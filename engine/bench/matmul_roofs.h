@@ -18,16 +18,18 @@ struct MatmulRoofCase {
   int64_t m = 1, n = 4096, k = 14336;
   uint64_t weight_bytes = 0;
   double median_ms = 0, min_ms = 0;
-  double roof_before_GBps = 0, roof_after_GBps = 0;  // streaming reads right before and after the timed runs
+  double roof_GBps = 0;      // median of the streaming reads alternated with the runs
+  double share_of_roof = 0;  // median over runs of (run's GB/s) / (its neighbouring read's GB/s)
   double GBps() const { return median_ms > 0 ? (double)weight_bytes / median_ms / 1e6 : 0; }
-  double roof_GBps() const { return 0.5 * (roof_before_GBps + roof_after_GBps); }
-  double share_of_roof() const { return roof_GBps() > 0 ? GBps() / roof_GBps() : 0; }
 };
 
 // GEMV (m = 1) of n x k weights for each dtype with integer tiles (q8_0,
 // q4_0, q4_K, q5_K, q6_K), `reps` timed runs after one warm-up. Each run
 // reads a different copy of the weights (copies enough to fill 4x the last
-// level cache), so every run streams its weights from memory as decode does.
+// level cache), so every run streams its weights from memory as decode does,
+// and each is paired with a streaming read of as many bytes from a buffer of
+// that size (alternating which goes first), so that a GEMV and its roof see
+// the same load from the rest of the machine.
 std::vector<MatmulRoofCase> bench_matmul_roofs(ParallelFor& pf, int64_t n, int64_t k, int reps);
 
 }  // namespace tessera

@@ -121,15 +121,15 @@ TESSERA_API MatmulLayoutReport time_matmul_layouts(int reps);
 
 // The CPU's quantized GEMV (m = 1) against the read roof measured in the
 // same run (docs/performance.md): per weight dtype with integer tiles, the
-// median of `reps` runs, each streaming its weights from memory, and the
-// streaming-read bandwidth right before and after them.
+// median of `reps` runs, each streaming its weights from memory and paired
+// with a streaming read of as many bytes.
 struct MatmulRoofTiming {
   std::string dtype, kernel;  // "q4_K", "q4_K_gemv__avx512vnni"
   int64_t m = 1, n = 4096, k = 14336;
   uint64_t weight_bytes = 0;
   double median_ms = 0, min_ms = 0, GBps = 0;  // GBps: weight_bytes / median_ms
-  double roof_before_GBps = 0, roof_after_GBps = 0, roof_GBps = 0;  // roof: their mean
-  double share_of_roof = 0;                                       // GBps / roof_GBps
+  double roof_GBps = 0;                        // median of the paired reads
+  double share_of_roof = 0;                    // median over runs of run GB/s / paired read GB/s
 };
 
 struct MatmulRoofReport {
