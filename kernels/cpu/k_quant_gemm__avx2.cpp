@@ -12,6 +12,10 @@ namespace tessera::kernels::cpu::detail {
 
 namespace {
 
+// Decode pulls each block's bytes one tile (4 rows, a contiguous span in the
+// standard layout) ahead into L2 as it goes (prefetch_next_span, simd_util__x86.h).
+constexpr int kSpanRows = 4;
+
 inline const BlockQ8_K* x_blocks(const std::byte* x, int64_t x_stride, int i) {
   return reinterpret_cast<const BlockQ8_K*>(x + i * x_stride);
 }
@@ -47,6 +51,7 @@ void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr,
     for (int i = 0; i < MR; ++i) acc[i] = acc_min[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const Block& blk = wb[b];
+      prefetch_next_span<sizeof(Block)>(reinterpret_cast<const char*>(&blk) + kSpanRows * w.row_stride);
       uint32_t sm[4];
       k4_scales_mins(blk.scales, sm);
       const __m128i sm8 = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
@@ -104,6 +109,7 @@ void q6_K_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int n
     for (int i = 0; i < MR; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const BlockQ6_K& blk = wb[b];
+      prefetch_next_span<sizeof(BlockQ6_K)>(reinterpret_cast<const char*>(&blk) + kSpanRows * w.row_stride);
       const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales));
       const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
       __m256i isum[MR];

@@ -14,6 +14,10 @@ namespace tessera::kernels::cpu::detail {
 
 namespace {
 
+// Decode pulls each block's bytes one tile (4 rows, a contiguous span in the
+// standard layout) ahead into L2 as it goes (prefetch_next_span, simd_util__x86.h).
+constexpr int kSpanRows = 4;
+
 inline const BlockQ8_K* x_blocks(const std::byte* x, int64_t x_stride, int i) {
   return reinterpret_cast<const BlockQ8_K*>(x + i * x_stride);
 }
@@ -48,6 +52,7 @@ void k4_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr,
     for (int i = 0; i < MR; ++i) acc[i] = acc_min[i] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const Block& blk = wb[b];
+      prefetch_next_span<sizeof(Block)>(reinterpret_cast<const char*>(&blk) + kSpanRows * w.row_stride);
       uint32_t sm[4];
       k4_scales_mins(blk.scales, sm);
       const __m256i sm16 = _mm256_cvtepu8_epi16(_mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]));
@@ -109,6 +114,7 @@ void q6_K_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int n
     for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const BlockQ6_K& blk = wb[b];
+      prefetch_next_span<sizeof(BlockQ6_K)>(reinterpret_cast<const char*>(&blk) + kSpanRows * w.row_stride);
       const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
       const __m512i sc16z = _mm512_castsi256_si512(sc16);
       __m512i isum[MR];
