@@ -91,7 +91,7 @@ struct IsaKernels {
   QuantizeRowFn quantize_row;
   QTileFn q8_0_tile, q4_0_tile;
   // x rows as q8_K blocks (q8_K_activations.h), weights in their GGUF layout.
-  QTileFn q4_K_tile, q5_K_tile, q6_K_tile;
+  QTileFn q2_K_tile, q3_K_tile, q4_K_tile, q5_K_tile, q6_K_tile;
   FTileFn f32_tile, f16_tile, bf16_tile;
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*axpy)(float a, const float* x, float* y, int64_t n);  // y += a * x
@@ -106,6 +106,8 @@ const IsaKernels& active_kernels();
 void quantize_row__portable(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q2_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q3_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q5_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q6_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
@@ -121,6 +123,8 @@ void bf16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
 void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q2_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q3_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q5_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q6_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
@@ -135,6 +139,8 @@ void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q2_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q3_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q5_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q6_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);

@@ -1,9 +1,12 @@
-// AVX2 q4_K, q5_K and q6_K x q8_K tiles. As the AVX-512 VNNI ones with
+// AVX2 q2_K, q3_K, q4_K, q5_K and q6_K x q8_K tiles. As the AVX-512 VNNI ones with
 // 32 codes per register: vpmaddubsw (u8 code x s8 x, pairs to i16; at most
 // 2 * 63 * 127 = 16002, never saturating), then vpmaddwd by the sub-block
 // scales into i32. The offsets come from the x block sums once per
 // super-block (q8_K_activations.h); each super-block's integer sum is
 // scaled into an f32 accumulator.
+#include <type_traits>
+
+#include "core/quant.h"
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/q8_K_activations.h"
 #include "kernels/cpu/simd_util__x86.h"
@@ -145,6 +148,73 @@ void q6_K_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int n
   }
 }
 
+// q2_K and q3_K: elements 128h + 32j .. +31 (sub-blocks 8h + 2j, +1) are
+// bits 2j..2j+1 of qs[32h..32h+31]; q3_K adds 4 where bit 4h + j of
+// hmask[l] is set. q2_K's mins and q3_K's -4 enter through the x block sums
+// (q3_K's codes here are q + 4, 0..7; its scales are signed).
+template <int MR, typename Block>
+void two_bit_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr, int64_t nb, float* y,
+                  int64_t ldy) {
+  constexpr bool kQ3 = std::is_same_v<Block, BlockQ3_K>;
+  const BlockQ8_K* xr[MR];
+  for (int i = 0; i < MR; ++i) xr[i] = x_blocks(x, x_stride, i);
+  const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+  for (int r = 0; r < nr; ++r) {
+    const BlockRow<Block> wb{w.base + r * w.row_stride, w.block_stride};
+    __m256 acc[MR], acc_min[MR];
+    for (int i = 0; i < MR; ++i) acc[i] = acc_min[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const Block& blk = wb[b];
+      prefetch_next_span<sizeof(Block)>(reinterpret_cast<const char*>(&blk) + kSpanRows * w.row_stride);
+      __m128i sc8, mins8 = _mm_setzero_si128();
+      if constexpr (kQ3) {
+        alignas(16) int8_t s8[16];
+        q3_K_scales(blk.scales, s8);
+        sc8 = _mm_load_si128(reinterpret_cast<const __m128i*>(s8));
+      } else {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales));
+        sc8 = _mm_and_si128(packed, _mm_set1_epi8(0x0f));
+        mins8 = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0f));
+      }
+      __m256i isum[MR];
+      for (int i = 0; i < MR; ++i) {
+        if constexpr (kQ3)  // -4 * sum_s sc_s * bsums_s
+          isum[i] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                     _mm256_slli_epi32(_mm256_madd_epi16(load256(xr[i][b].bsums), _mm256_cvtepi8_epi16(sc8)), 2));
+        else
+          isum[i] = _mm256_setzero_si256();
+      }
+      for (int h = 0; h < 2; ++h) {
+        const __m256i qs = load256(blk.qs + 32 * h);
+        for (int j = 0; j < 4; ++j) {
+          __m256i q = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * j), three);
+          if constexpr (kQ3) {
+            const __m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + j)));
+            const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(load256(blk.hmask), bit), bit);
+            q = _mm256_add_epi8(q, _mm256_and_si256(set, four));
+          }
+          const int s = 8 * h + 2 * j;
+          const __m256i sc = pick2_epi16(sc8, s, s + 1);
+          for (int i = 0; i < MR; ++i) {
+            const __m256i prod = _mm256_maddubs_epi16(q, load256(xr[i][b].qs + 128 * h + 32 * j));
+            isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(prod, sc));
+          }
+        }
+      }
+      const float d = _cvtsh_ss(blk.d);
+      for (int i = 0; i < MR; ++i) {
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(d * xr[i][b].d), acc[i]);
+        if constexpr (!kQ3) {
+          const __m256i msum = _mm256_madd_epi16(load256(xr[i][b].bsums), _mm256_cvtepu8_epi16(mins8));
+          acc_min[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(_cvtsh_ss(blk.dmin) * xr[i][b].d),
+                                       acc_min[i]);
+        }
+      }
+    }
+    for (int i = 0; i < MR; ++i) y[i * ldy + r] = hsum256(_mm256_sub_ps(acc[i], acc_min[i]));
+  }
+}
+
 template <typename Rows>
 void by_mr(int mr, const Rows& rows) {
   switch (mr) {
@@ -170,6 +240,16 @@ void q5_K_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeight
 void q6_K_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
                      int64_t ldy) {
   by_mr(mr, [&](auto MR) { q6_K_rows<MR()>(x, x_stride, w, nr, k / kQK_K, y, ldy); });
+}
+
+void q2_K_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
+                     int64_t ldy) {
+  by_mr(mr, [&](auto MR) { two_bit_rows<MR(), BlockQ2_K>(x, x_stride, w, nr, k / kQK_K, y, ldy); });
+}
+
+void q3_K_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
+                     int64_t ldy) {
+  by_mr(mr, [&](auto MR) { two_bit_rows<MR(), BlockQ3_K>(x, x_stride, w, nr, k / kQK_K, y, ldy); });
 }
 
 }  // namespace tessera::kernels::cpu::detail

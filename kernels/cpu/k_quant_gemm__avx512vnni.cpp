@@ -1,4 +1,4 @@
-// AVX-512 VNNI q4_K, q5_K and q6_K x q8_K tiles. A weight super-block is
+// AVX-512 VNNI q2_K, q3_K, q4_K, q5_K and q6_K x q8_K tiles. A weight super-block is
 // unpacked once into unsigned codes, 64 per register (one chunk), and each
 // x row of the tile then takes two instructions per chunk: vpmaddubsw
 // (u8 code x s8 x, pairs summed to i16; at most 2 * 63 * 127 = 16002, so
@@ -6,6 +6,9 @@
 // chunk's per-sub-block scales and accumulates in i32. The offsets come from
 // the x block sums once per super-block (q8_K_activations.h), and each
 // super-block's integer sum is scaled into an f32 accumulator.
+#include <type_traits>
+
+#include "core/quant.h"
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/q8_K_activations.h"
 #include "kernels/cpu/simd_util__x86.h"
@@ -146,6 +149,77 @@ void q6_K_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int n
   }
 }
 
+// q2_K and q3_K: chunk c = 2h + p (elements 64c..64c+63, sub-blocks
+// 4c..4c+3) is bits 4p..4p+1 (lower 32) and 4p+2..4p+3 (upper 32) of
+// qs[32h..32h+31]; q3_K adds 4 where bit 4h+2p (lower) or 4h+2p+1 (upper)
+// of hmask[l] is set. q2_K's 4-bit mins enter through the x block sums, as
+// does q3_K's -4 (its codes here are q + 4, 0..7; its scales are signed).
+template <int MR, typename Block>
+void two_bit_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, int nr, int64_t nb, float* y,
+                  int64_t ldy) {
+  constexpr bool kQ3 = std::is_same_v<Block, BlockQ3_K>;
+  const BlockQ8_K* xr[MR];
+  for (int i = 0; i < MR; ++i) xr[i] = x_blocks(x, x_stride, i);
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  const __m512i sc_idx[4] = {quarter_idx(0), quarter_idx(4), quarter_idx(8), quarter_idx(12)};
+  const __m512i shift[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
+                            _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
+  for (int r = 0; r < nr; ++r) {
+    const BlockRow<Block> wb{w.base + r * w.row_stride, w.block_stride};
+    __m512 acc[MR], acc_min[MR];
+    for (int i = 0; i < MR; ++i) acc[i] = acc_min[i] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const Block& blk = wb[b];
+      prefetch_next_span<sizeof(Block)>(reinterpret_cast<const char*>(&blk) + kSpanRows * w.row_stride);
+      __m256i sc16, mins16 = _mm256_setzero_si256();
+      if constexpr (kQ3) {
+        alignas(16) int8_t s8[16];
+        q3_K_scales(blk.scales, s8);
+        sc16 = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(s8)));
+      } else {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales));
+        sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(packed, _mm_set1_epi8(0x0f)));
+        mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0f)));
+      }
+      const __m512i sc16z = _mm512_castsi256_si512(sc16);
+      __m512i isum[MR];
+      for (int i = 0; i < MR; ++i) {
+        if constexpr (kQ3)  // -4 * sum_s sc_s * bsums_s
+          isum[i] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(_mm256_slli_epi32(
+                                                                   _mm256_madd_epi16(load256(xr[i][b].bsums), sc16), 2)));
+        else
+          isum[i] = _mm512_setzero_si512();
+      }
+      for (int h = 0; h < 2; ++h) {
+        const __m512i qs = _mm512_broadcast_i64x4(load256(blk.qs + 32 * h));
+        for (int p = 0; p < 2; ++p) {
+          __m512i q = _mm512_and_si512(_mm512_srlv_epi16(qs, shift[p]), three);
+          if constexpr (kQ3) {
+            const __m512i hm = _mm512_broadcast_i64x4(load256(blk.hmask));
+            const __m512i bit = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8((char)(1 << (4 * h + 2 * p)))),
+                                                   _mm256_set1_epi8((char)(1 << (4 * h + 2 * p + 1))), 1);
+            q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, bit), q, four);
+          }
+          const int c = 2 * h + p;
+          const __m512i sc = _mm512_permutexvar_epi16(sc_idx[c], sc16z);
+          for (int i = 0; i < MR; ++i)
+            isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q, load512(xr[i][b].qs + 64 * c)), sc);
+        }
+      }
+      const float d = _cvtsh_ss(blk.d);
+      for (int i = 0; i < MR; ++i) {
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_set1_ps(d * xr[i][b].d), acc[i]);
+        if constexpr (!kQ3) {
+          const __m256i msum = _mm256_madd_epi16(load256(xr[i][b].bsums), mins16);
+          acc_min[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(msum)),
+                                       _mm512_set1_ps(_cvtsh_ss(blk.dmin) * xr[i][b].d), acc_min[i]);
+        }
+      }
+    }
+    for (int i = 0; i < MR; ++i) y[i * ldy + r] = _mm512_reduce_add_ps(_mm512_sub_ps(acc[i], acc_min[i]));
+  }
+}
+
 template <typename Rows>
 void by_mr(int mr, const Rows& rows) {
   switch (mr) {
@@ -171,6 +245,16 @@ void q5_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const Q
 void q6_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
                            float* y, int64_t ldy) {
   by_mr(mr, [&](auto MR) { q6_K_rows<MR()>(x, x_stride, w, nr, k / kQK_K, y, ldy); });
+}
+
+void q2_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
+                           float* y, int64_t ldy) {
+  by_mr(mr, [&](auto MR) { two_bit_rows<MR(), BlockQ2_K>(x, x_stride, w, nr, k / kQK_K, y, ldy); });
+}
+
+void q3_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
+                           float* y, int64_t ldy) {
+  by_mr(mr, [&](auto MR) { two_bit_rows<MR(), BlockQ3_K>(x, x_stride, w, nr, k / kQK_K, y, ldy); });
 }
 
 }  // namespace tessera::kernels::cpu::detail

@@ -1,8 +1,12 @@
-// Portable q4_K, q5_K and q6_K x q8_K tiles in plain C++: each weight
+// Portable q2_K, q3_K, q4_K, q5_K and q6_K x q8_K tiles in plain C++: each weight
 // super-block is unpacked once to unsigned codes and dotted in int32 with
-// every x row of the tile; the offsets (q4_K/q5_K's mins, q6_K's -32) come
+// every x row of the tile; the offsets (q2_K/q4_K/q5_K's mins, q3_K's -4,
+// q6_K's -32) come
 // from the x block sums (q8_K_activations.h).
+#include <type_traits>
+
 #include "core/half.h"
+#include "core/quant.h"
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/q8_K_activations.h"
 
@@ -45,7 +49,71 @@ void k4_tile(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w,
   }
 }
 
+// q2_K and q3_K: element 128h + 32j + l (l < 32) is bits 2j..2j+1 of
+// qs[32h + l]; q3_K adds 4 where bit 4h + j of hmask[l] is set (value
+// q - 4). Sub-blocks of 16.
+template <typename Block>
+void two_bit_codes(const Block& blk, uint8_t* q) {
+  for (int h = 0; h < 2; ++h)
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 32; ++l) {
+        int v = (blk.qs[32 * h + l] >> (2 * j)) & 3;
+        if constexpr (std::is_same_v<Block, BlockQ3_K>) v += ((blk.hmask[l] >> (4 * h + j)) & 1) << 2;
+        q[128 * h + 32 * j + l] = (uint8_t)v;
+      }
+}
+
+// q2_K: y += d * sum_s sc_s * dot(q_s, x_s) - dmin * sum_s m_s * sum(x_s);
+// q3_K: y += d * sum_s sc_s * (dot(q_s, x_s) - 4 * sum(x_s)), sc signed.
+template <typename Block>
+void two_bit_tile(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
+                  int64_t ldy) {
+  constexpr bool kQ3 = std::is_same_v<Block, BlockQ3_K>;
+  const int64_t nb = k / kQK_K;
+  for (int r = 0; r < nr; ++r) {
+    const BlockRow<Block> wb{w.base + r * w.row_stride, w.block_stride};
+    float acc[4] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const Block& blk = wb[b];
+      uint8_t q[kQK_K];
+      two_bit_codes(blk, q);
+      int sc[16], mins[16] = {};
+      if constexpr (kQ3) {
+        int8_t s8[16];
+        q3_K_scales(blk.scales, s8);
+        for (int s = 0; s < 16; ++s) sc[s] = s8[s];
+      } else {
+        for (int s = 0; s < 16; ++s) sc[s] = blk.scales[s] & 0x0f, mins[s] = blk.scales[s] >> 4;
+      }
+      const float d = f16_to_f32(blk.d);
+      for (int i = 0; i < mr; ++i) {
+        const BlockQ8_K& xb = x_blocks(x, x_stride, i)[b];
+        int32_t sumi = 0, summ = 0;
+        for (int s = 0; s < 16; ++s) {
+          int32_t dot = 0;
+          for (int j = 0; j < 16; ++j) dot += (int32_t)q[16 * s + j] * xb.qs[16 * s + j];
+          if constexpr (kQ3) sumi += sc[s] * (dot - 4 * xb.bsums[s]);
+          else sumi += sc[s] * dot, summ += mins[s] * xb.bsums[s];
+        }
+        if constexpr (kQ3) acc[i] += d * xb.d * (float)sumi;
+        else acc[i] += d * xb.d * (float)sumi - f16_to_f32(blk.dmin) * xb.d * (float)summ;
+      }
+    }
+    for (int i = 0; i < mr; ++i) y[i * ldy + r] = acc[i];
+  }
+}
+
 }  // namespace
+
+void q2_K_tile__portable(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
+                         float* y, int64_t ldy) {
+  two_bit_tile<BlockQ2_K>(x, x_stride, mr, w, nr, k, y, ldy);
+}
+
+void q3_K_tile__portable(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
+                         float* y, int64_t ldy) {
+  two_bit_tile<BlockQ3_K>(x, x_stride, mr, w, nr, k, y, ldy);
+}
 
 void q4_K_tile__portable(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
                          float* y, int64_t ldy) {

@@ -10,10 +10,10 @@
 // alone (the same for any x-row tile, any row count, any position), so apart
 // from sgemm a row's bits never depend on the other rows of the step.
 //   f16, bf16:  widened on the fly inside the tiles, FMA in f32.
-//   q4_K, q5_K, q6_K: x rows are quantized to q8_K blocks (one scale per
+//   q2_K..q6_K: x rows are quantized to q8_K blocks (one scale per
 //               256, sums per 16) in the workspace, then the ISA's integer
 //               tiles run over the weights in their GGUF layout.
-//   other block types (q4_1, q5_0, q5_1, iq4_nl, q2_K, q3_K, iq4_xs): each
+//   other block types (q4_1, q5_0, q5_1, iq4_nl, iq4_xs): each
 //               block dequantized to the stack, then f32 dots; correct, not tuned.
 // Work is split over groups of 4 weight rows. Inside a chunk, weight rows are
 // taken ~128 KiB at a time and every x-row tile passes over them while they
@@ -96,6 +96,8 @@ void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& i
 // The K-quants' tiles, or null for a type without them.
 detail::QTileFn k_quant_tile(const detail::IsaKernels& isa, DType t) {
   switch (t) {
+    case DType::q2_K: return isa.q2_K_tile;
+    case DType::q3_K: return isa.q3_K_tile;
     case DType::q4_K: return isa.q4_K_tile;
     case DType::q5_K: return isa.q5_K_tile;
     case DType::q6_K: return isa.q6_K_tile;

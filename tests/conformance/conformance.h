@@ -163,7 +163,7 @@ inline std::vector<std::byte> random_weights(DType t, int64_t n, int64_t k, Rng&
 // in blocks of 256 (q8_K). 0 for the others, which keep x in f32.
 inline int64_t x_quant_block(DType t) {
   if (t == DType::q8_0 || t == DType::q4_0) return kQK8_0;
-  if (t == DType::q4_K || t == DType::q5_K || t == DType::q6_K) return kQK_K;
+  if (t == DType::q2_K || t == DType::q3_K || t == DType::q4_K || t == DType::q5_K || t == DType::q6_K) return kQK_K;
   return 0;
 }
 inline bool quantizes_x(DType t) { return x_quant_block(t) != 0; }

@@ -21,7 +21,7 @@ struct Shape {
 //    (Checked where there are >= 32 outputs; a handful of dots can cancel to
 //    a tiny ||ref||. Every output also meets the worst case, q8_error_bound
 //    in conformance.h.)
-//  q4_K, q5_K, q6_K: the CPU quantizes x to q8_K blocks (8-bit, one scale
+//  q2_K, q3_K, q4_K, q5_K, q6_K: the CPU quantizes x to q8_K blocks (8-bit, one scale
 //    per 256): for uniform x the largest |x| of 256 is as close to the range
 //    end as that of 32, so the rms cost is the same ~0.4%: 1e-2, and the
 //    worst case (q8_error_bound, conformance.h) with d per 256.
@@ -87,17 +87,17 @@ TEST_CASE(
   check_shapes(DType::q4_0, kBlockShapes, 105);
 }
 
-TEST_CASE("q4_K, q5_K and q6_K matmul match reference within activation-quantization error at odd shapes on every ISA") {
-  for (DType t : {DType::q4_K, DType::q5_K, DType::q6_K}) check_shapes(t, kSuperBlockShapes, 106 + (uint64_t)t);
+TEST_CASE("q2_K, q3_K, q4_K, q5_K and q6_K matmul match reference within activation-quantization error at odd shapes on every ISA") {
+  for (DType t : {DType::q2_K, DType::q3_K, DType::q4_K, DType::q5_K, DType::q6_K})
+    check_shapes(t, kSuperBlockShapes, 106 + (uint64_t)t);
 }
 
 TEST_CASE("q4_1, q5_0, q5_1 and iq4_nl matmul match reference at odd shapes on every ISA") {
   for (DType t : {DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl}) check_shapes(t, kBlockShapes, 120 + (uint64_t)t);
 }
 
-TEST_CASE("q2_K, q3_K and iq4_xs matmul match reference at odd shapes on every ISA") {
-  for (DType t : {DType::q2_K, DType::q3_K, DType::iq4_xs})
-    check_shapes(t, kSuperBlockShapes, 140 + (uint64_t)t);
+TEST_CASE("iq4_xs matmul matches reference at odd shapes on every ISA") {
+  check_shapes(DType::iq4_xs, kSuperBlockShapes, 140 + (uint64_t)DType::iq4_xs);
 }
 
 TEST_CASE("matmul matches reference at 25 random shapes per weight dtype (m 1..20, n 1..70) on every ISA") {
@@ -119,9 +119,9 @@ TEST_CASE("matmul matches reference at 25 random shapes per weight dtype (m 1..2
 // exactly, so the integer paths must then agree with the reference to f32
 // rounding: this catches block, lane, scale and offset mistakes that the
 // 1e-2 bound above would let through.
-TEST_CASE("q8_0, q4_0, q4_K, q5_K and q6_K matmul are exact to f32 rounding when x is exactly representable in q8") {
+TEST_CASE("q8_0, q4_0 and q2_K..q6_K matmul are exact to f32 rounding when x is exactly representable in q8") {
   Rng rng(107);
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q5_K, DType::q6_K}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q2_K, DType::q3_K, DType::q4_K, DType::q5_K, DType::q6_K}) {
     const int64_t xb = x_quant_block(t);
     const std::vector<Shape> shapes = xb == kQK_K ? std::vector<Shape>{{1, 37, 256}, {7, 33, 512}, {17, 12, 768}, {1, 260, 1024}}
                                                   : std::vector<Shape>{{1, 37, 96}, {7, 33, 96}, {17, 12, 256}, {1, 260, 1024}};
@@ -172,7 +172,9 @@ TEST_CASE("matmul kernel names say dtype, shape and ISA") {
     CHECK(cpu::matmul_kernel_name(DType::q4_K, 1) == "q4_K_gemv__" + sfx);
     CHECK(cpu::matmul_kernel_name(DType::q5_K, 7) == "q5_K_gemm__" + sfx);
     CHECK(cpu::matmul_kernel_name(DType::q6_K, 1) == "q6_K_gemv__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::q3_K, 1) == "q3_K_dequant_gemv__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::q3_K, 1) == "q3_K_gemv__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::q2_K, 5) == "q2_K_gemm__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::iq4_xs, 1) == "iq4_xs_dequant_gemv__" + sfx);
     CHECK(cpu::matmul_kernel_name(DType::i8, 1) == "unsupported");
   });
 }
