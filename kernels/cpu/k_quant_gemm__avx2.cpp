@@ -6,7 +6,6 @@
 // scaled into an f32 accumulator.
 #include <type_traits>
 
-#include "core/quant.h"
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/q8_K_activations.h"
 #include "kernels/cpu/simd_util__x86.h"
@@ -168,9 +167,9 @@ void two_bit_rows(const std::byte* x, int64_t x_stride, const QWeightRows& w, in
       prefetch_next_span<sizeof(Block)>(reinterpret_cast<const char*>(&blk) + kSpanRows * w.row_stride);
       __m128i sc8, mins8 = _mm_setzero_si128();
       if constexpr (kQ3) {
-        alignas(16) int8_t s8[16];
-        q3_K_scales(blk.scales, s8);
-        sc8 = _mm_load_si128(reinterpret_cast<const __m128i*>(s8));
+        uint32_t u[4];
+        q3_K_scale_words(blk.scales, u);
+        sc8 = _mm_sub_epi8(_mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]), _mm_set1_epi8(32));
       } else {
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales));
         sc8 = _mm_and_si128(packed, _mm_set1_epi8(0x0f));

@@ -44,6 +44,17 @@ inline void k4_scales_mins(const uint8_t* packed, uint32_t u[4]) {
   u[2] = p[1] & kLow6;
   u[3] = ((p[2] >> 4) & kLow4) | (((p[1] >> 6) & kTop2) << 4);
 }
+// q3_K's 12 packed bytes as 16 six-bit scales + 32 (0..63), byte j of u is
+// sub-block j's: core/quant's q3_K_scales in four words, for the same reason.
+inline void q3_K_scale_words(const uint8_t* packed, uint32_t u[4]) {
+  constexpr uint32_t kTop2 = 0x03030303, kLow4 = 0x0f0f0f0f;
+  uint32_t p[3];
+  std::memcpy(p, packed, 12);
+  u[0] = (p[0] & kLow4) | (((p[2] >> 0) & kTop2) << 4);
+  u[1] = (p[1] & kLow4) | (((p[2] >> 2) & kTop2) << 4);
+  u[2] = ((p[0] >> 4) & kLow4) | (((p[2] >> 4) & kTop2) << 4);
+  u[3] = ((p[1] >> 4) & kLow4) | (((p[2] >> 6) & kTop2) << 4);
+}
 // Byte j of those words: scale j (j < 8) or min j - 8.
 inline uint8_t k4_byte(const uint32_t u[4], int j) { return (uint8_t)(u[j / 4] >> (8 * (j % 4))); }
 }  // namespace
