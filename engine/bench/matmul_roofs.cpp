@@ -27,6 +27,8 @@ std::vector<size_t> f16_scale_offsets(DType t) {
     case DType::q4_K:
     case DType::q5_K: return {0, 2};
     case DType::q6_K: return {offsetof(BlockQ6_K, d)};
+    case DType::q2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case DType::q3_K: return {offsetof(BlockQ3_K, d)};
     default: return {};
   }
 }
@@ -115,7 +117,7 @@ MatmulRoofCase run_case(ParallelFor& pf, DType dtype, int64_t n, int64_t k, int 
 std::vector<MatmulRoofCase> bench_matmul_roofs(ParallelFor& pf, int64_t n, int64_t k, int reps) {
   std::mt19937 gen(1);
   std::vector<MatmulRoofCase> out;
-  for (DType dtype : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q5_K, DType::q6_K})
+  for (DType dtype : {DType::q8_0, DType::q4_0, DType::q2_K, DType::q3_K, DType::q4_K, DType::q5_K, DType::q6_K})
     out.push_back(run_case(pf, dtype, n, k, reps, gen));
   return out;
 }

@@ -24,7 +24,7 @@ struct MatmulRoofCase {
 };
 
 // GEMV (m = 1) of n x k weights for each dtype with integer tiles (q8_0,
-// q4_0, q4_K, q5_K, q6_K), `reps` timed runs after one warm-up. Each run
+// q4_0, q2_K, q3_K, q4_K, q5_K, q6_K), `reps` timed runs after one warm-up. Each run
 // reads a different copy of the weights (copies enough to fill 4x the last
 // level cache), so every run streams its weights from memory as decode does,
 // and each is paired with a streaming read of as many bytes from a buffer of

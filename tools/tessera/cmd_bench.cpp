@@ -252,7 +252,7 @@ Subcommand add_bench(CLI::App& app) {
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");
   s->add_option("--op", f.op,
                  "instead: time one op's kernels against the read roof of the same run; matmul: GEMV m=1, n=4096, "
-                 "k=14336 for q8_0, q4_0, q4_K, q5_K, q6_K (docs/performance.md)")
+                 "k=14336 for q8_0, q4_0, q2_K, q3_K, q4_K, q5_K, q6_K (docs/performance.md)")
       ->check(CLI::IsMember({"matmul"}));
   serve_app = add_bench_serve(*s);
   return {s, bench_main};
