@@ -1,8 +1,7 @@
-// Portable q2_K, q3_K, q4_K, q5_K and q6_K x q8_K tiles in plain C++: each weight
-// super-block is unpacked once to unsigned codes and dotted in int32 with
-// every x row of the tile; the offsets (q2_K/q4_K/q5_K's mins, q3_K's -4,
-// q6_K's -32) come
-// from the x block sums (q8_K_activations.h).
+// Portable q2_K, q3_K, q4_K, q5_K and q6_K x q8_K tiles in plain C++: each
+// weight super-block is unpacked once to unsigned codes and dotted in int32
+// with every x row of the tile; the offsets (q2_K/q4_K/q5_K's mins, q3_K's
+// -4, q6_K's -32) come from the x block sums (q8_K_activations.h).
 #include <type_traits>
 
 #include "core/half.h"

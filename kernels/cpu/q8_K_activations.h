@@ -1,10 +1,11 @@
 #pragma once
 // Private to kernels/cpu: x rows quantized for the K-quant integer tiles
-// (q4_K, q5_K, q6_K), as llama.cpp's block_q8_K. One block per 256 elements
+// (q2_K, q3_K, q4_K, q5_K, q6_K), as llama.cpp's block_q8_K. One block per 256 elements
 // of a row; row r of the workspace starts at base + r * q8_K_row_bytes(k).
 // The bsums make the weights' per-sub-block offsets cheap: q4_K/q5_K's
-// "- min" term is sum_s min_s * (bsums[2s] + bsums[2s+1]), and q6_K's
-// "- 32" is -32 * sum_s scale_s * bsums[s], so the tiles dot unsigned
+// "- min" term is sum_s min_s * (bsums[2s] + bsums[2s+1]) (q2_K's the same
+// per 16), and q6_K's "- 32" is -32 * sum_s scale_s * bsums[s] (q3_K's "- 4"
+// likewise), so the tiles dot unsigned
 // weight codes with signed x and correct once per super-block.
 #include <cstddef>
 #include <cstdint>
