@@ -124,6 +124,21 @@ uint64_t last_level_cache_bytes() {
   return largest ? largest : uint64_t{32} << 20;
 }
 
+double time_read_pass(ParallelFor& pf, const std::byte* p, uint64_t bytes) {
+  static const ReadKernel kernel = pick_read_kernel();
+  const int64_t chunks = (int64_t)((bytes + kChunk - 1) / kChunk);
+  std::atomic<uint64_t> sink{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  pf.run(chunks, 1, [&](int64_t c0, int64_t c1) {
+    uint64_t r = 0;
+    for (int64_t c = c0; c < c1; ++c) r ^= kernel.fn(p + c * kChunk, std::min(kChunk, bytes - (uint64_t)c * kChunk));
+    sink.fetch_xor(r, std::memory_order_relaxed);
+  });
+  const auto t1 = std::chrono::steady_clock::now();
+  g_bandwidth_sink = g_bandwidth_sink ^ sink.load();
+  return std::chrono::duration<double>(t1 - t0).count();
+}
+
 BandwidthResult measure_read_bandwidth(ParallelFor& pf, uint64_t bytes, int reps) {
   static const ReadKernel kernel = pick_read_kernel();
   BandwidthResult result;

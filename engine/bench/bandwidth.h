@@ -22,6 +22,12 @@ struct BandwidthResult {
 // read_GBps stays 0 when the buffer cannot be allocated.
 BandwidthResult measure_read_bandwidth(ParallelFor& pf, uint64_t bytes, int reps = 5);
 
+// One streaming-read pass over [p, p + bytes) with measure_read_bandwidth's
+// read loop and threading, in seconds. p 64-byte aligned, bytes a multiple
+// of 256. For callers that alternate reads with other work on one buffer
+// they allocated and touched beforehand.
+double time_read_pass(ParallelFor& pf, const std::byte* p, uint64_t bytes);
+
 // The largest cache size listed under /sys/devices/system/cpu/cpu0/cache
 // (as seen by cpu0: on parts with several L3 slices, one slice); 32 MiB when
 // that is not readable.

@@ -119,4 +119,25 @@ struct MatmulLayoutReport {
 // q4_0; `reps` timed runs of each layout after one warm-up of each.
 TESSERA_API MatmulLayoutReport time_matmul_layouts(int reps);
 
+// The CPU's quantized GEMV (m = 1) against the read roof measured in the
+// same run (docs/performance.md): per weight dtype with integer tiles, the
+// median of `reps` runs, each streaming its weights from memory and paired
+// with a streaming read of as many bytes.
+struct MatmulRoofTiming {
+  std::string dtype, kernel;  // "q4_K", "q4_K_gemv__avx512vnni"
+  int64_t m = 1, n = 4096, k = 14336;
+  uint64_t weight_bytes = 0;
+  double median_ms = 0, min_ms = 0, GBps = 0;  // GBps: weight_bytes / median_ms
+  double roof_GBps = 0;                        // median of the paired reads
+  double share_of_roof = 0;                    // median over runs of run GB/s / paired read GB/s
+};
+
+struct MatmulRoofReport {
+  int32_t threads = 0;
+  std::string isa;  // the kernels' ISA family
+  std::vector<MatmulRoofTiming> cases;
+};
+
+TESSERA_API MatmulRoofReport time_matmul_roofs(int64_t n, int64_t k, int reps);
+
 }  // namespace tessera

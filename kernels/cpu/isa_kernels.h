@@ -90,6 +90,8 @@ struct IsaKernels {
   const char* suffix;  // kernel-name suffix, e.g. "avx512vnni"
   QuantizeRowFn quantize_row;
   QTileFn q8_0_tile, q4_0_tile;
+  // x rows as q8_K blocks (q8_K_activations.h), weights in their GGUF layout.
+  QTileFn q2_K_tile, q3_K_tile, q4_K_tile, q5_K_tile, q6_K_tile;
   FTileFn f32_tile, f16_tile, bf16_tile;
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*axpy)(float a, const float* x, float* y, int64_t n);  // y += a * x
@@ -104,6 +106,11 @@ const IsaKernels& active_kernels();
 void quantize_row__portable(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q2_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q3_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q5_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q6_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void f32_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
@@ -116,6 +123,11 @@ void bf16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
 void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q2_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q3_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q5_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q6_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void f32_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
@@ -127,6 +139,11 @@ void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q2_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q3_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q5_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q6_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void f32_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);

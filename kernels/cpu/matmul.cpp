@@ -10,8 +10,11 @@
 // alone (the same for any x-row tile, any row count, any position), so apart
 // from sgemm a row's bits never depend on the other rows of the step.
 //   f16, bf16:  widened on the fly inside the tiles, FMA in f32.
-//   other block types (q4_1, q5_*, the K-quants, the i-quants): each block
-//               dequantized to the stack, then f32 dots; correct, not tuned.
+//   q2_K..q6_K: x rows are quantized to q8_K blocks (one scale per
+//               256, sums per 16) in the workspace, then the ISA's integer
+//               tiles run over the weights in their GGUF layout.
+//   other block types (q4_1, q5_0, q5_1, iq4_nl, iq4_xs): each
+//               block dequantized to the stack, then f32 dots; correct, not tuned.
 // Work is split over groups of 4 weight rows. Inside a chunk, weight rows are
 // taken ~128 KiB at a time and every x-row tile passes over them while they
 // sit in L2, so prefill reads each weight byte from memory once.
@@ -26,6 +29,7 @@
 #include "kernels/cpu/ew_program.h"
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/parallel_util.h"
+#include "kernels/cpu/q8_K_activations.h"
 
 namespace tessera::kernels::cpu {
 
@@ -86,6 +90,35 @@ void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& i
     const detail::QWeightRows rows = x4 ? detail::QWeightRows{w + n0 * row_bytes, block_bytes, nr * block_bytes}
                                         : detail::QWeightRows{w + n0 * row_bytes, row_bytes, block_bytes};
     tile_fn(qx + m0 * xs, xs, mr, rows, nr, a.k, a.y + m0 * a.n + n0, a.n);
+  });
+}
+
+// The K-quants' tiles, or null for a type without them.
+detail::QTileFn k_quant_tile(const detail::IsaKernels& isa, DType t) {
+  switch (t) {
+    case DType::q2_K: return isa.q2_K_tile;
+    case DType::q3_K: return isa.q3_K_tile;
+    case DType::q4_K: return isa.q4_K_tile;
+    case DType::q5_K: return isa.q5_K_tile;
+    case DType::q6_K: return isa.q6_K_tile;
+    default: return nullptr;
+  }
+}
+
+// x rows to q8_K in the workspace, then the tiles over weight rows in the
+// standard layout (rows_x4 holds only q8_0/q4_0).
+void k_quantized(const MatmulArgs& a, ParallelFor& pf, detail::QTileFn tile_fn) {
+  const int64_t xs = detail::q8_K_row_bytes(a.k);
+  auto* qx = static_cast<std::byte*>(a.workspace);
+  detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) detail::quantize_row_q8_K(a.x + r * a.k, a.k, qx + r * xs);
+  });
+  const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
+  const int64_t block_bytes = traits(a.w_dtype).block_bytes;
+  const auto* w = static_cast<const std::byte*>(a.w);
+  blocked(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
+    tile_fn(qx + m0 * xs, xs, mr, detail::QWeightRows{w + n0 * row_bytes, row_bytes, block_bytes}, nr, a.k,
+            a.y + m0 * a.n + n0, a.n);
   });
 }
 
@@ -159,6 +192,7 @@ bool matmul_supports(DType w_dtype) {
 
 size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k) {
   if (w_dtype == DType::q8_0 || w_dtype == DType::q4_0) return (size_t)(m * detail::qx_row_bytes(k));
+  if (k_quant_tile(detail::active_kernels(), w_dtype) != nullptr) return (size_t)(m * detail::q8_K_row_bytes(k));
   return 0;
 }
 
@@ -167,7 +201,8 @@ std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant) {
   const std::string isa = detail::active_kernels().suffix;
   const std::string shape = m == 1 ? "gemv" : "gemm";
   if (w_dtype == DType::f32 && m >= kOneDnnMinRows && !batch_invariant) return "f32_gemm__onednn";
-  if (w_dtype != DType::q8_0 && w_dtype != DType::q4_0 && traits(w_dtype).quantized)
+  if (w_dtype != DType::q8_0 && w_dtype != DType::q4_0 && traits(w_dtype).quantized &&
+      k_quant_tile(detail::active_kernels(), w_dtype) == nullptr)
     return std::string(name(w_dtype)) + "_dequant_" + shape + "__" + isa;
   return std::string(name(w_dtype)) + "_" + shape + "__" + isa;
 }
@@ -189,6 +224,7 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
     case DType::q8_0: return quantized(a, pf, isa, isa.q8_0_tile);
     case DType::q4_0: return quantized(a, pf, isa, isa.q4_0_tile);
     default:
+      if (detail::QTileFn tile = k_quant_tile(isa, a.w_dtype)) return k_quantized(a, pf, tile);
       if (traits(a.w_dtype).quantized) dequant_blocks(a, pf, isa);  // matmul_supports admits no other type
       return;
   }

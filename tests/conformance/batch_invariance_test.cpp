@@ -108,14 +108,14 @@ TEST_CASE("a matmul row's bits do not depend on the step's rows, its place among
   for (auto& d : devices) {
     CAPTURE(d.label);
     const std::string backend = backend_of(d.label);
-    for (DType wdt : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K}) {
+    for (DType wdt : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K, DType::q5_K, DType::q6_K, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q2_K, DType::q3_K, DType::iq4_xs}) {
       CAPTURE(name(wdt));
       if (const std::string why = unsupported_reason(*d.device, OpKind::matmul, wdt); !why.empty()) {
         MESSAGE(d.label << " does not run matmul with " << name(wdt) << ": " << why);
         continue;
       }
       // k not a multiple of 16 for the plain types (vector tails), n not of 4 (partial row groups).
-      const int64_t n = 37, k = wdt == DType::q4_K ? 512 : traits(wdt).quantized ? 96 : 83;
+      const int64_t n = 37, k = traits(wdt).block_elems == kQK_K ? 512 : traits(wdt).quantized ? 96 : 83;
       const auto table = rng.floats((size_t)(kTableRows * k), -2.0f, 2.0f);
       OpCase c{OpKind::matmul, NoParams{}, {weight_input(DType::f32, Shape{kTableRows, k}, as_bytes(table)), step(StepField::token_ids),
                                             weight_input(wdt, Shape{n, k}, random_weights(wdt, n, k, rng))}};

@@ -158,4 +158,57 @@ inline std::vector<std::byte> random_weights(DType t, int64_t n, int64_t k, Rng&
   return w;
 }
 
+// The CPU matmuls that quantize x to 8 bits before integer dots: q8_0 and
+// q4_0 in blocks of 32 (q8_0's activations), the K-quants with integer tiles
+// in blocks of 256 (q8_K). 0 for the others, which keep x in f32.
+inline int64_t x_quant_block(DType t) {
+  if (t == DType::q8_0 || t == DType::q4_0) return kQK8_0;
+  if (t == DType::q2_K || t == DType::q3_K || t == DType::q4_K || t == DType::q5_K || t == DType::q6_K) return kQK_K;
+  return 0;
+}
+inline bool quantizes_x(DType t) { return x_quant_block(t) != 0; }
+// Weight formats with a per-block offset (y = d * q - min): random blocks
+// give every output of a row a large common term times the sum of that x row's
+// block (see q8_error_bound).
+inline bool has_block_mins(DType t) {
+  return t == DType::q4_1 || t == DType::q5_1 || t == DType::q2_K || t == DType::q4_K || t == DType::q5_K;
+}
+
+// Worst case of 8-bit activation rounding for each output: |x - x'| <= d/2
+// with d = max|x in block| / 127, so |y - ref| <= sum_j |w_j| * d_j / 2, plus
+// f32 accumulation slack. Per-output, so it holds where a relative norm does
+// not: with positive per-block mins (q4_K, q5_K) and one x row, every output
+// is mostly the same multiple of sum(x), and ||ref|| can be near zero by
+// chance while the rounding error is not. A device that quantizes x in
+// smaller blocks than x_quant_block(t) (or not at all) meets it too.
+inline std::vector<float> q8_error_bound(DType t, const std::vector<float>& x, const std::vector<std::byte>& w, int64_t m,
+                                         int64_t n, int64_t k) {
+  const int64_t xb = x_quant_block(t);
+  std::vector<float> half_d((size_t)(m * k)), wrow((size_t)k), out((size_t)(m * n));
+  for (int64_t b = 0; b < m * k / xb; ++b) {
+    float amax = 0.0f;
+    for (int64_t j = 0; j < xb; ++j) amax = std::fmax(amax, std::fabs(x[(size_t)(b * xb + j)]));
+    for (int64_t j = 0; j < xb; ++j) half_d[(size_t)(b * xb + j)] = amax / 127.0f / 2.0f;
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    dequantize_row(t, w.data() + r * bytes_for(t, k), wrow.data(), k);
+    for (int64_t i = 0; i < m; ++i) {
+      double e = 0.0, mag = 0.0;
+      for (int64_t j = 0; j < k; ++j) {
+        e += std::fabs(wrow[(size_t)j]) * half_d[(size_t)(i * k + j)];
+        mag += std::fabs(wrow[(size_t)j] * x[(size_t)(i * k + j)]);
+      }
+      out[(size_t)(i * n + r)] = (float)(e * 1.001 + 1e-5 * mag + 1e-30);
+    }
+  }
+  return out;
+}
+
+// How many outputs of y lie further from ref than worst allows.
+inline size_t beyond_bound(const std::vector<float>& y, const std::vector<float>& ref, const std::vector<float>& worst) {
+  size_t over = 0;
+  for (size_t i = 0; i < worst.size(); ++i) over += !(std::fabs(y[i] - ref[i]) <= worst[i]);
+  return over;
+}
+
 }  // namespace tessera::testing

@@ -58,8 +58,8 @@ void on_every_device(const OpCase& c, OpKind op, DType wdt, Check check) {
 TEST_CASE("matmul matches the reference on every device for every weight dtype, odd shapes included") {
   Rng rng(101);
   struct Shape3 { int64_t m, n, k; };
-  for (DType wdt : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K}) {
-    const int64_t kb = wdt == DType::q4_K ? 256 : 32;
+  for (DType wdt : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K, DType::q5_K, DType::q6_K, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q2_K, DType::q3_K, DType::iq4_xs}) {
+    const int64_t kb = traits(wdt).quantized ? traits(wdt).block_elems : 32;
     for (Shape3 s : {Shape3{1, 33, 2 * kb}, Shape3{3, 17, 3 * kb}, Shape3{7, 65, kb}, Shape3{17, 8, 2 * kb}}) {
       CAPTURE(name(wdt));
       CAPTURE(s.m);
@@ -79,10 +79,15 @@ TEST_CASE("matmul matches the reference on every device for every weight dtype, 
       ref::matmul(a);
       OpCase c{OpKind::matmul, NoParams{}, {weight_f32(Shape{s.m, s.k}, x), {OpInput::weight, TensorDesc::contiguous(wdt, Shape{s.n, s.k}), w, StepField::none}}};
       plain_step(c, 1);
-      // Activations are quantized to q8_0 before a quantized matmul, as ggml does.
-      const double bound = traits(wdt).quantized && wdt != DType::q4_K ? 1e-2 : 1e-5;
+      // Devices that quantize x to 8 bits (q8_0, q4_0, the K-quants with
+      // integer tiles, as ggml does) meet its per-output worst case
+      // (conformance.h; a relative norm is fragile for one x row with
+      // per-block mins); the rest keep x in f32: 1e-5 relative.
+      const std::vector<float> worst = quantizes_x(wdt) ? q8_error_bound(wdt, x, w, s.m, s.n, s.k) : std::vector<float>{};
       on_every_device(c, OpKind::matmul, wdt, [&](const auto& out) {
-        CHECK(rel_error(from_bytes<float>(out[0]), expect) <= bound);
+        const std::vector<float> y = from_bytes<float>(out[0]);
+        if (quantizes_x(wdt)) CHECK(beyond_bound(y, expect, worst) == 0);
+        else CHECK(rel_error(y, expect) <= 1e-5);
       });
     }
   }

@@ -16,7 +16,7 @@ TEST_CASE("CPU kernels do not allocate, on any ISA, for any matmul weight dtype 
   const int64_t m = 7, n = 45, k = 512;
   const std::vector<float> x = rng.floats((size_t)(m * k));
   std::vector<float> y((size_t)(m * n));
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K, DType::q5_K, DType::q6_K, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q2_K, DType::q3_K, DType::iq4_xs}) {
     const std::vector<std::byte> w = random_weights(t, n, k, rng);
     AlignedBuffer ws(cpu::matmul_workspace_bytes(t, m, k));
     for_each_isa([&](cpu::Isa) {

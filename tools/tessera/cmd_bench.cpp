@@ -14,7 +14,7 @@ namespace tessera::cli {
 namespace {
 
 struct BenchFlags {
-  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto";
+  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto", op;
   int32_t prompt_tokens = 128, gen_tokens = 32;
   int32_t concurrency = 0, prefix_tokens = 0, long_prompt_tokens = 0;
   EngineFlags engine;
@@ -66,6 +66,31 @@ int matmul_layouts_main() {
     std::printf("%-6s %5lld %6lld %6lld %10.3f %10.3f %7.3fx %10.3f %10.3f %7.3fx\n", c.dtype.c_str(),
                 (long long)c.m, (long long)c.n, (long long)c.k, c.rows_ms, c.x4_ms, c.speedup(), c.rows_min_ms, c.x4_min_ms,
                 c.min_speedup());
+  return 0;
+}
+
+// --op matmul: each quantized GEMV against the read roof of the same run.
+int matmul_roofs_main() {
+  constexpr int64_t kN = 4096, kK = 14336;  // llama-3-8B's ffn_down shape transposed: m=4096 output rows, k=14336
+  const MatmulRoofReport report = time_matmul_roofs(kN, kK, 25);
+  if (f.json) {
+    nlohmann::json cases = nlohmann::json::array();
+    for (const MatmulRoofTiming& c : report.cases)
+      cases.push_back({{"dtype", c.dtype}, {"kernel", c.kernel}, {"m", c.m}, {"n", c.n}, {"k", c.k},
+                       {"weight_bytes", c.weight_bytes}, {"median_ms", c.median_ms}, {"min_ms", c.min_ms},
+                       {"GBps", c.GBps}, {"roof_GBps", c.roof_GBps}, {"share_of_roof", c.share_of_roof}});
+    std::printf("%s\n", nlohmann::json{{"threads", report.threads}, {"isa", report.isa}, {"cases", cases}}.dump().c_str());
+    return 0;
+  }
+  std::printf("matmul GEMV against the read roof, %d threads, %s kernels, 25 runs each, each paired with a streaming read\n"
+              "of as many bytes; medians; %% roof is the median of the per-pair ratios\n",
+              report.threads, report.isa.c_str());
+  std::printf("%-6s %-24s %5s %6s %6s %9s %9s %8s %10s %7s\n", "dtype", "kernel", "m", "n", "k", "MB", "median ms",
+              "GB/s", "roof GB/s", "% roof");
+  for (const MatmulRoofTiming& c : report.cases)
+    std::printf("%-6s %-24s %5lld %6lld %6lld %9.1f %9.3f %8.1f %10.1f %6.1f%%\n", c.dtype.c_str(), c.kernel.c_str(),
+                (long long)c.m, (long long)c.n, (long long)c.k, c.weight_bytes / 1e6, c.median_ms, c.GBps, c.roof_GBps,
+                100 * c.share_of_roof);
   return 0;
 }
 
@@ -166,6 +191,7 @@ CLI::App* serve_app = nullptr;
 int bench_main() {
   if (serve_app != nullptr && serve_app->parsed()) return bench_serve_main();
   if (f.matmul_layouts) return matmul_layouts_main();
+  if (f.op == "matmul") return matmul_roofs_main();
   if (f.concurrency > 0 || f.prefix_tokens > 0 || f.long_prompt_tokens > 0) return serving_main();
   auto reports = run_bench(model_options(), log_line);
   if (!reports) return fail(reports.status());
@@ -224,6 +250,10 @@ Subcommand add_bench(CLI::App& app) {
   s->add_flag("--json", f.json, "print one JSON object");
   s->add_flag("--matmul-layouts", f.matmul_layouts,
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");
+  s->add_option("--op", f.op,
+                 "instead: time one op's kernels against the read roof of the same run; matmul: GEMV m=1, n=4096, "
+                 "k=14336 for q8_0, q4_0, q2_K, q3_K, q4_K, q5_K, q6_K (docs/performance.md)")
+      ->check(CLI::IsMember({"matmul"}));
   serve_app = add_bench_serve(*s);
   return {s, bench_main};
 }
