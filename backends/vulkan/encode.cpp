@@ -46,6 +46,16 @@ uint32_t weight_type_constant(DType t) {
     case DType::bf16: return 2;
     case DType::q8_0: return 3;
     case DType::q4_0: return 4;
+    case DType::q4_K: return 5;
+    case DType::q4_1: return 6;
+    case DType::q5_0: return 7;
+    case DType::q5_1: return 8;
+    case DType::iq4_nl: return 9;
+    case DType::q2_K: return 10;
+    case DType::q3_K: return 11;
+    case DType::q5_K: return 12;
+    case DType::q6_K: return 13;
+    case DType::iq4_xs: return 14;
     default: return 0;
   }
 }

@@ -2,8 +2,30 @@
 
 namespace tessera::vulkan {
 
+// Every case named, no default: a dtype added to core/dtype.h is a -Wswitch
+// warning here until the shaders (kernels/vulkan/weights.glsl,
+// weight_units.glsl) and weight_type_constant (encode.cpp) read it.
 bool weight_dtype_supported(DType t) {
-  return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::q8_0 || t == DType::q4_0;
+  switch (t) {
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16:
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::q4_K:
+    case DType::q4_1:
+    case DType::q5_0:
+    case DType::q5_1:
+    case DType::iq4_nl:
+    case DType::q2_K:
+    case DType::q3_K:
+    case DType::q5_K:
+    case DType::q6_K:
+    case DType::iq4_xs: return true;
+    case DType::i8:
+    case DType::i32: return false;
+  }
+  return false;
 }
 
 KernelChoice VulkanKernelTable::query(const OpQuery& q) const {
@@ -14,11 +36,11 @@ KernelChoice VulkanKernelTable::query(const OpQuery& q) const {
   switch (q.op) {
     case OpKind::matmul:
       if (!weight_dtype_supported(q.weight_dtype))
-        return {false, "", "no vulkan matmul shader dequantizes " + wt + " blocks (f32, f16, bf16, q8_0, q4_0 are implemented)"};
+        return {false, "", "no vulkan matmul shader dequantizes " + wt + " blocks (f32, f16, bf16 and the GGUF block types are implemented)"};
       return {true, wt + "_gemv+" + wt + "_gemm" + suffix, ""};
     case OpKind::embedding:
       if (!weight_dtype_supported(q.weight_dtype))
-        return {false, "", "no vulkan embedding shader for " + wt + " tables (f32, f16, bf16, q8_0, q4_0 are implemented)"};
+        return {false, "", "no vulkan embedding shader for " + wt + " tables (f32, f16, bf16 and the GGUF block types are implemented)"};
       return {true, wt + "_embedding" + suffix, ""};
     case OpKind::rope:
       if (q.rope_table) return {false, "", "the vulkan rope shader computes cos/sin itself; it takes no folded rope_table input"};

@@ -71,19 +71,19 @@ void stage_w(uint c, uint n0, uint k0, bool whole, bool w_vec) {
   const bool in_range = n0 + c < pc.n;
   float wa[8], wb[8];
   const uint ro = pc.off[1] + wn * pc.row_bytes;
-  float sa, sb;
+  vec2 sa, sb;  // scale, min (weights.glsl w_load8_full)
+  const bool b_in = whole || k0 + 8u < pc.k;
   if (whole) {
     sa = w_load8_full(ro, k0, w_vec, wa);
     sb = w_load8_full(ro, k0 + 8u, w_vec, wb);
   } else {
     sa = w_load8_tail(ro, k0, pc.k, wa);
-    sb = k0 + 8u < pc.k ? w_load8_tail(ro, k0 + 8u, pc.k, wb) : 0.0;
+    sb = b_in ? w_load8_tail(ro, k0 + 8u, pc.k, wb) : vec2(0.0);
   }
-  sa = in_range ? sa : 0.0;
-  sb = in_range ? sb : 0.0;
+  // Selects, not products with zero: wb is unset past k.
   [[unroll]] for (uint j = 0u; j < 8u; ++j) {
-    ws[j][c >> 2][c & 3u] = sa * wa[j];
-    ws[j + 8u][c >> 2][c & 3u] = sb == 0.0 ? 0.0 : sb * wb[j];
+    ws[j][c >> 2][c & 3u] = in_range ? sa.x * wa[j] + sa.y : 0.0;
+    ws[j + 8u][c >> 2][c & 3u] = in_range && b_in ? sb.x * wb[j] + sb.y : 0.0;
   }
 }
 

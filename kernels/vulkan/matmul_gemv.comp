@@ -5,8 +5,8 @@
 // and meet with subgroupAdd, so there is no shared memory and no barrier
 // (lavapipe, where barriers are costly, runs it well too).
 // portable variant: each invocation takes four weight rows at a time, no reductions at all.
-// Quant blocks are dequantized here (the scale applied once per eight
-// products) and summed in f32. A weight bound in chunks (larger than one
+// Quant blocks are dequantized here (the scale applied once per 16 or 32
+// products, a min as min * Σx) and summed in f32. A weight bound in chunks (larger than one
 // binding may address) is one dispatch per chunk of rows; n_base is the
 // chunk's first row.
 #version 450
@@ -62,9 +62,26 @@ void load_x32_tail(uint m, uint e0, out vec4 xv[8]) {
     [[unroll]] for (uint c = 0u; c < 4u; ++c) xv[q][c] = e0 + 4u * q + c < pc.k ? x[at + 4u * q + c] : 0.0;
 }
 
-float dot32(vec4 xv[8], float v[32]) {
-  float s = 0.0;
-  [[unroll]] for (uint q = 0u; q < 8u; ++q) s += dot(xv[q], vec4(v[4u * q], v[4u * q + 1u], v[4u * q + 2u], v[4u * q + 3u]));
+// Σ x * v over the halves of a unit (elements 0..15, 16..31).
+vec2 dot16x2(vec4 xv[8], float v[32]) {
+  vec2 s = vec2(0.0);
+  [[unroll]] for (uint q = 0u; q < 8u; ++q) s[q >> 2] += dot(xv[q], vec4(v[4u * q], v[4u * q + 1u], v[4u * q + 2u], v[4u * q + 3u]));
+  return s;
+}
+
+// Σ x over the halves, for the mins.
+vec2 sum16x2(vec4 xv[8]) {
+  vec2 s = vec2(0.0);
+  [[unroll]] for (uint q = 0u; q < 8u; ++q) s[q >> 2] += dot(xv[q], vec4(1.0));
+  return s;
+}
+
+// One unit's contribution: scales sm.xy per half, mins sm.zw (weights.glsl
+// w_load32_full), x's sums xs. Types with one scale per unit add the halves first.
+float unit_dot(vec4 xv[8], float v[32], vec4 sm, vec2 xs) {
+  const vec2 d = dot16x2(xv, v);
+  float s = W_SPLIT ? sm.x * d.x + sm.y * d.y : sm.x * (d.x + d.y);
+  if (W_MIN) s += sm.z * xs.x + sm.w * xs.y;
   return s;
 }
 
@@ -83,24 +100,34 @@ void rows_dot(uint row0, uint m_rows, uint first, uint step, out float acc[RB][M
   uint u = first;
   for (; u < full; u += step) {
     vec4 xv[M_MAX][8];
-    [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
-      if (m < m_rows) load_x32_full(m, u * 32u, x_vec, xv[m]);
+    vec2 xs[M_MAX];
+    [[unroll]] for (uint m = 0u; m < M_MAX; ++m) {
+      xs[m] = vec2(0.0);
+      if (m < m_rows) {
+        load_x32_full(m, u * 32u, x_vec, xv[m]);
+        if (W_MIN) xs[m] = sum16x2(xv[m]);
+      }
+    }
     [[unroll]] for (uint r = 0u; r < RB; ++r) {
       float wv[32];
-      const float scale = w_load32_full(ro[r], u * 32u, w_vec, wv);
+      const vec4 sm = w_load32_full(ro[r], u * 32u, w_vec, wv);
       [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
-        if (m < m_rows) acc[r][m] += scale * dot32(xv[m], wv);
+        if (m < m_rows) acc[r][m] += unit_dot(xv[m], wv, sm, xs[m]);
     }
   }
   if (u == full && full * 32u < pc.k) {
     vec4 xv[M_MAX][8];
     [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
       if (m < m_rows) load_x32_tail(m, u * 32u, xv[m]);
+    // Plain types only (quant rows are whole units): scale 1, no min.
     [[unroll]] for (uint r = 0u; r < RB; ++r) {
       float wv[32];
-      const float scale = w_load32_tail(ro[r], u * 32u, pc.k, wv);
+      w_load32_tail(ro[r], u * 32u, pc.k, wv);
       [[unroll]] for (uint m = 0u; m < M_MAX; ++m)
-        if (m < m_rows) acc[r][m] += scale * dot32(xv[m], wv);
+        if (m < m_rows) {
+          const vec2 d = dot16x2(xv[m], wv);
+          acc[r][m] += d.x + d.y;
+        }
     }
   }
 }

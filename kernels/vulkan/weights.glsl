@@ -4,7 +4,14 @@
 //   readonly buffer ... { uint w_words[]; };   and, at the same binding,
 //   readonly buffer ... { uvec4 w_quads[]; };  (16-byte loads where aligned)
 // before including. GGUF blocks are byte-packed and only 2-byte aligned
-// (q8_0: 34 bytes, q4_0: 18 bytes), hence the word-splicing.
+// (q8_0: 34 bytes, q4_0: 18 bytes, q3_K 110), hence the word-splicing.
+//
+// A quantized element is scale * code + min, with one scale and min per
+// 16-element half of a 32-element unit (kernels/vulkan/weight_units.glsl).
+// The readers return codes and the scales and mins separately, so a dot
+// product multiplies by the scale once per half and adds min * Σx (Σx over
+// the half, shared by every weight row) instead of dequantizing element by
+// element: the same value, to rounding, for fewer operations per weight.
 //
 // The *_full readers take a `vec16` flag the caller computes from push
 // constants alone (rows 16-byte aligned), so the branch on it is uniform: on
@@ -27,11 +34,25 @@ float f16_at(uint byte_off) { return unpackHalf2x16(w_u16(byte_off)).x; }
 
 float bf16_at(uint byte_off) { return uintBitsToFloat(w_u16(byte_off) << 16); }
 
+#include "weight_units.glsl"
+
+// Whether WTYPE is a block type (rows are whole blocks: no partial unit at the end).
+const bool W_QUANT = WTYPE >= WT_Q8_0;
+
 // Element e of the row starting at byte row_off (any dtype, one element).
 float w_load1(uint row_off, uint e) {
   if (WTYPE == WT_F32) return uintBitsToFloat(w_words[(row_off >> 2) + e]);
   if (WTYPE == WT_F16) return f16_at(row_off + 2u * e);
   if (WTYPE == WT_BF16) return bf16_at(row_off + 2u * e);
+  if (W_UNITS) {
+    const WUnit u = w_unit(row_off, e);
+    float v[8];
+    w_quarter(u, (e & 31u) >> 3, v);
+    float code = v[0];
+    [[unroll]] for (uint c = 1u; c < 8u; ++c) code = (e & 7u) == c ? v[c] : code;
+    const vec2 sm = w_unit_half(u, e);
+    return sm.x * code + sm.y;
+  }
   const uint b = e >> 5, j = e & 31u;
   if (WTYPE == WT_Q8_0) {
     const uint blk = row_off + b * 34u;
@@ -64,10 +85,15 @@ void unpack_plain(uvec4 a, inout float v[8], uint at) {
 }
 
 // Eight elements e0 .. e0+7 (e0 % 8 == 0, e0 + 8 <= the row's length).
-// Quantized rows are whole 32-element blocks, so e0 selects a quarter block;
-// its scale is returned and v holds the values before scaling (a dot product
-// multiplies by the scale once). Plain types return scale 1.
-float w_load8_full(uint row_off, uint e0, bool vec16, out float v[8]) {
+// Quantized rows are whole 32-element units, so e0 selects a quarter unit,
+// inside one half; v holds the codes and the half's scale (x) and min (y)
+// are returned: the element is x * v + y. Plain types return (1, 0).
+vec2 w_load8_full(uint row_off, uint e0, bool vec16, out float v[8]) {
+  if (W_UNITS) {
+    const WUnit u = w_unit(row_off, e0);
+    w_quarter(u, (e0 & 31u) >> 3, v);
+    return w_unit_half(u, e0);
+  }
   if (WTYPE == WT_Q8_0) {
     const uint blk = row_off + (e0 >> 5) * 34u;
     const uint q0 = w_u32(blk + 2u + (e0 & 31u)), q1 = w_u32(blk + 6u + (e0 & 31u));
@@ -75,7 +101,7 @@ float w_load8_full(uint row_off, uint e0, bool vec16, out float v[8]) {
       v[j] = float(bitfieldExtract(int(q0), int(8u * j), 8));
       v[j + 4u] = float(bitfieldExtract(int(q1), int(8u * j), 8));
     }
-    return f16_at(blk);
+    return vec2(f16_at(blk), 0.0);
   }
   if (WTYPE == WT_Q4_0) {
     const uint sub = (e0 & 31u) >> 3;  // quarter: 0,1 low nibbles of qs[0..15]; 2,3 high nibbles
@@ -87,7 +113,7 @@ float w_load8_full(uint row_off, uint e0, bool vec16, out float v[8]) {
       v[j] = float(bitfieldExtract(q0, int(8u * j) + sh, 4)) - 8.0;
       v[j + 4u] = float(bitfieldExtract(q1, int(8u * j) + sh, 4)) - 8.0;
     }
-    return f16_at(blk);
+    return vec2(f16_at(blk), 0.0);
   }
   const uint elem_bytes = WTYPE == WT_F32 ? 4u : 2u;
   const uint at = row_off + e0 * elem_bytes;
@@ -101,14 +127,14 @@ float w_load8_full(uint row_off, uint e0, bool vec16, out float v[8]) {
   } else {
     [[unroll]] for (uint j = 0u; j < 8u; ++j) v[j] = w_load1(row_off, e0 + j);
   }
-  return 1.0;
+  return vec2(1.0, 0.0);
 }
 
 // The same, for the last, partial eight of a row of k elements: zero past k.
-float w_load8_tail(uint row_off, uint e0, uint k, out float v[8]) {
-  if (WTYPE == WT_Q8_0 || WTYPE == WT_Q4_0) return w_load8_full(row_off, e0, false, v);  // quant rows are whole blocks
+vec2 w_load8_tail(uint row_off, uint e0, uint k, out float v[8]) {
+  if (W_QUANT) return w_load8_full(row_off, e0, false, v);  // quant rows are whole blocks
   [[unroll]] for (uint j = 0u; j < 8u; ++j) v[j] = e0 + j < k ? w_load1(row_off, e0 + j) : 0.0;
-  return 1.0;
+  return vec2(1.0, 0.0);
 }
 
 // Word i of a 12-word window, i = base + j for a per-invocation base in 0..3
@@ -121,10 +147,20 @@ uint window_word(uvec4 q0, uvec4 q1, uvec4 q2, uint base, uint j) {
 }
 
 // Elements e0 .. e0+31 (e0 % 32 == 0, e0 + 32 <= the row's length): one
-// whole quant block, read as the three 16-byte words that cover it (blocks
-// are only 2-byte aligned; q8_0 is 34 bytes, q4_0 18). Returns the block's
-// scale (1 for plain types) and the values before scaling.
-float w_load32_full(uint row_off, uint e0, bool vec16, out float v[32]) {
+// whole quant unit, its codes in v. Returns the scale of elements 0..15, of
+// 16..31, the min of 0..15, of 16..31 (plain types: 1, 1, 0, 0). q8_0 and
+// q4_0 blocks are read as the three 16-byte words that cover them (blocks
+// are only 2-byte aligned; q8_0 is 34 bytes, q4_0 18).
+vec4 w_load32_full(uint row_off, uint e0, bool vec16, out float v[32]) {
+  if (W_UNITS) {
+    const WUnit u = w_unit(row_off, e0);
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+      float part[8];
+      w_quarter(u, q, part);
+      [[unroll]] for (uint j = 0u; j < 8u; ++j) v[8u * q + j] = part[j];
+    }
+    return u.sm;
+  }
   if (WTYPE == WT_Q8_0 || WTYPE == WT_Q4_0) {
     const uint blk = row_off + (e0 >> 5) * (WTYPE == WT_Q8_0 ? 34u : 18u);
     const uint qi = blk >> 4, shift = blk & 15u;
@@ -153,21 +189,21 @@ float w_load32_full(uint row_off, uint e0, bool vec16, out float v[32]) {
         }
       }
     }
-    return d;
+    return vec4(d, d, 0.0, 0.0);
   }
   [[unroll]] for (uint q = 0u; q < 4u; ++q) {
     float part[8];
     w_load8_full(row_off, e0 + 8u * q, vec16, part);
     [[unroll]] for (uint j = 0u; j < 8u; ++j) v[8u * q + j] = part[j];
   }
-  return 1.0;
+  return vec4(1.0, 1.0, 0.0, 0.0);
 }
 
 // The same, for the last, partial 32 of a row of k elements: zero past k.
-float w_load32_tail(uint row_off, uint e0, uint k, out float v[32]) {
-  if (WTYPE == WT_Q8_0 || WTYPE == WT_Q4_0) return w_load32_full(row_off, e0, false, v);
+vec4 w_load32_tail(uint row_off, uint e0, uint k, out float v[32]) {
+  if (W_QUANT) return w_load32_full(row_off, e0, false, v);  // quant rows are whole blocks
   [[unroll]] for (uint j = 0u; j < 32u; ++j) v[j] = e0 + j < k ? w_load1(row_off, e0 + j) : 0.0;
-  return 1.0;
+  return vec4(1.0, 1.0, 0.0, 0.0);
 }
 
 // Whether rows of a plain-typed weight start 16-byte aligned (uniform: push constants only).

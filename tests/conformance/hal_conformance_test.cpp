@@ -53,14 +53,33 @@ void on_every_device(const OpCase& c, OpKind op, DType wdt, Check check) {
   }
 }
 
+// Every weight dtype: plain, and each GGUF block type (32-element blocks,
+// then 256-element super-blocks).
+const DType kWeightTypes[] = {DType::f32,  DType::f16,  DType::bf16, DType::q8_0, DType::q4_0,   DType::q4_1,
+                              DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q2_K, DType::q3_K, DType::q4_K,
+                              DType::q5_K, DType::q6_K, DType::iq4_xs};
+
+// A device's matmul against the reference: the CPU quantizes activations to
+// 8 bits for q8_0, q4_0 and the K-quants, as ggml does, and is held to that
+// rounding's per-output worst case; every other path dequantizes the weights
+// and sums f32 products (Vulkan: the scale once per 16 or 32 products, a min
+// as min * Σx), so rounding alone separates them, and that worst case holds
+// for them too (the check below takes it wherever the CPU quantizes x).
+
 }  // namespace
 
 TEST_CASE("matmul matches the reference on every device for every weight dtype, odd shapes included") {
   Rng rng(101);
   struct Shape3 { int64_t m, n, k; };
-  for (DType wdt : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K, DType::q5_K, DType::q6_K, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q2_K, DType::q3_K, DType::iq4_xs}) {
+  for (DType wdt : kWeightTypes) {
+    // One block per unit of k (plain types: 32, so that k has a partial last 32 too where odd).
     const int64_t kb = traits(wdt).quantized ? traits(wdt).block_elems : 32;
-    for (Shape3 s : {Shape3{1, 33, 2 * kb}, Shape3{3, 17, 3 * kb}, Shape3{7, 65, kb}, Shape3{17, 8, 2 * kb}}) {
+    const int64_t k_odd = traits(wdt).quantized ? 5 * kb : 5 * kb + 7;
+    // m = 1 and up to 4 (gemv), more (gemm); odd n; k of 1, 2, 3 and 5 blocks. Each
+    // (dtype, m) is a pipeline the driver compiles (lavapipe: seconds), so
+    // the added shapes reuse the m of gemv's and gemm's existing tiles.
+    for (Shape3 s : {Shape3{1, 33, 2 * kb}, Shape3{3, 17, 3 * kb}, Shape3{7, 65, kb}, Shape3{17, 8, 2 * kb},
+                     Shape3{2, 9, k_odd}, Shape3{5, 19, 3 * kb}}) {
       CAPTURE(name(wdt));
       CAPTURE(s.m);
       CAPTURE(s.n);
@@ -93,11 +112,13 @@ TEST_CASE("matmul matches the reference on every device for every weight dtype, 
   }
 }
 
-TEST_CASE("embedding gathers rows of every table dtype on every device") {
+TEST_CASE("embedding gathers rows of every table dtype on every device, every GGUF block type included") {
   Rng rng(102);
-  for (DType t : {DType::f32, DType::f16, DType::q8_0, DType::q4_0}) {
+  for (DType t : kWeightTypes) {
     CAPTURE(name(t));
-    const int64_t vocab = 37, dim = 64, n = 5;
+    // Plain rows of odd length; quantized ones of 3 blocks (2 super-blocks).
+    const int64_t dim = !traits(t).quantized ? 67 : traits(t).block_elems == 256 ? 512 : 96;
+    const int64_t vocab = 37, n = 5;
     const auto table = random_weights(t, vocab, dim, rng);
     OpCase c{OpKind::embedding, NoParams{}, {{OpInput::weight, TensorDesc::contiguous(t, Shape{vocab, dim}), table, StepField::none}, step(StepField::token_ids)}};
     plain_step(c, (int32_t)n);
