@@ -1,6 +1,5 @@
 #include "engine/models/hf_config.h"
 
-#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -48,7 +47,8 @@ class ConfigReader {
   Status positive(const char* key, float* out) const {
     if (!has(key)) return Status::ok();
     const json& v = j_[key];
-    if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite((float)v.get<double>()))
+    // Compared as double first: casting a double beyond float's range is undefined.
+    if (!v.is_number() || !(v.get<double>() > 0.0) || !(v.get<double>() <= 1e30))
       return fail(key, "is " + v.dump() + "; expected a positive number");
     *out = (float)v.get<double>();
     return Status::ok();

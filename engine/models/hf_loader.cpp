@@ -211,11 +211,6 @@ Status read_tokenizer(const std::string& dir, ModelWeights* m) {
 }
 }  // namespace
 
-bool is_hf_model_dir(const std::string& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec) && fs::exists(fs::path(path) / "config.json", ec);
-}
-
 Expected<ModelWeights> load_hf_model(const std::string& dir) {
   const std::string config_path = file_path(dir, "config.json");
   if (!fs::exists(config_path))

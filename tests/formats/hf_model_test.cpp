@@ -18,6 +18,7 @@
 #include "engine/models/hf_config.h"
 #include "engine/models/hf_loader.h"
 #include "engine/models/hf_tensor_names.h"
+#include "engine/models/load_model.h"
 #include "format_test_util.h"
 
 using namespace tessera;
@@ -221,8 +222,9 @@ TEST_CASE("safetensors headers that lie about sizes or offsets are refused in on
 
 TEST_CASE("an HF folder with an I32 tensor, an unknown model_type or no weights is refused in one line") {
   TempDir dir;
+  check_message(load_model(dir.file("")).status(), {"has no config.json", "Hugging Face model folder"});
   copy_config(dir);
-  check_message(load_hf_model(dir.file("")).status(), {"model.safetensors", "safetensors"});
+  check_message(load_model(dir.file("")).status(), {"model.safetensors", "safetensors"});
   auto tensors = tiny_tensors_as("F32");
   tensors[0].dtype = "I32";
   write_bytes(dir.file("model.safetensors"), safetensors_bytes(tensors));
