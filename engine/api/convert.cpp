@@ -1,4 +1,5 @@
 // convert_model: any model file Tessera reads, written as GGUF.
+#include "engine/api/model_impl.h"
 #include "engine/formats/convert.h"
 #include "engine/models/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -19,7 +20,7 @@ Status convert_model(const ConvertOptions& o, std::vector<std::string>* notes) {
     ft = pure_file_type(*type);
     pure = true;
   }
-  TS_ASSIGN_OR_RETURN(ModelWeights weights, load_model(o.input));
+  TS_ASSIGN_OR_RETURN(ModelWeights weights, open_weights(o.input));
   std::optional<TokenizerData> tok = weights.tokenizer;
   if (!o.tokenizer_path.empty()) {
     TS_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load_file(o.tokenizer_path, weights.config.vocab_size));

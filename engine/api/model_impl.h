@@ -49,6 +49,8 @@ struct LoadedModel {
 // templates); empty when there is no such file or field.
 std::string chat_template_beside(const std::string& tokenizer_path);
 // Loads the file (or synthetic model) and its tokenizer.
+// A model file or folder, or the synthetic model synthetic_model_type names.
+Expected<ModelWeights> open_weights(const std::string& path);
 Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o);
 RunnerOptions runner_options(const ModelOptions& o);
 Expected<std::vector<int32_t>> encode_prompt(const Tokenizer* tok, const std::string& source, const std::string& text);

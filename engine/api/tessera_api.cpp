@@ -24,8 +24,6 @@ std::optional<std::string> synthetic_model_type(const std::string& path) {
   return path.substr(kPrefix.size() + 1);
 }
 
-namespace {
-
 // A model file, or the synthetic model synthetic_model_type names.
 Expected<ModelWeights> open_weights(const std::string& path) {
   const std::optional<std::string> type = synthetic_model_type(path);
@@ -34,8 +32,6 @@ Expected<ModelWeights> open_weights(const std::string& path) {
   ThreadPool pool(cpu::default_cpu_threads());
   return make_synthetic_llama(default_bench_spec(dtype), pool);
 }
-
-}  // namespace
 
 Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o) {
   LoadedModel m;

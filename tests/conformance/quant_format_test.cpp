@@ -229,7 +229,7 @@ TEST_CASE("f16 conversions agree with the CPU's own F16C instructions bit for bi
 }
 #endif
 
-TEST_CASE("quantize_row and dequantize_row dispatch on dtype, and q4_K has no quantizer") {
+TEST_CASE("quantize_row and dequantize_row dispatch on dtype, and q3_K has no quantizer") {
   const float x[4] = {1.5f, -2.25f, 300.7f, -0.4f};
   uint16_t h[4];
   float y[4];
@@ -242,9 +242,9 @@ TEST_CASE("quantize_row and dequantize_row dispatch on dtype, and q4_K has no qu
   CHECK(i8[0] == 2);    // lround: half away from zero
   CHECK(i8[2] == 127);  // clamped
   CHECK(i8[3] == 0);
-  BlockQ4_K k;
+  BlockQ3_K k;
   std::vector<float> big(256, 1.0f);
-  CHECK_FALSE(quantize_row(DType::q4_K, big.data(), &k, 256));
+  CHECK_FALSE(quantize_row(DType::q3_K, big.data(), &k, 256));
 }
 
 }  // namespace

@@ -141,7 +141,7 @@ TEST_CASE("tessera info shows architecture, shapes, parameters, tensor types, to
   const auto r = run_tessera({"info", "-m", kModel});
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   for (const char* part : {"GGUF v3", "dim 8, ffn 32, 1 layers, 2 heads, 2 KV heads", "vocab 32,000", "context    4096",
-                           "4 of 4 dims", "theta 10000", "513,048", "f16 9", "f32 3", "token_embd.weight", "[32000, 8]",
+                           "4 of 4 dims", "theta 10000", "513,048", "f16 x9", "f32 x3", "bits per weight", "token_embd.weight", "[32000, 8]",
                            "SentencePiece BPE (llama.cpp rules), 32,000 tokens", "bos 1 '<s>'", "general.name = LLaMA v2"})
     CHECK_MESSAGE(r.out.find(part) != std::string::npos, "missing '" << part << "' in:\n" << r.out);
   // One screen.
