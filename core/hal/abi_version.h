@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 3;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0x850f8a2dc34cf41cull;
+inline constexpr uint32_t kBackendAbiVersion = 4;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0xc789aeeaf59c2d1dull;
 
 }  // namespace tessera
