@@ -11,8 +11,9 @@ constexpr std::array<std::string_view, kOpKindCount> kNames = {
     "matmul_silu_mul", "matmul_qkv", "rope_kv_append", "add_rms_norm", "matmul_add_rms_norm",
     "copy",
     "mul", "silu", "gelu", "bias_add", "elementwise", "matmul_epilogue",
+    "head_rms_norm", "scale", "softcap", "gelu_mul",
 };
-constexpr std::array<std::string_view, 5> kEwNames = {"add", "mul", "silu", "gelu", "bias_add"};
+constexpr std::array<std::string_view, kEwOpCount> kEwNames = {"add", "mul", "silu", "gelu", "bias_add", "gelu_f16"};
 }  // namespace
 
 std::string_view name(OpKind op) { return kNames[(size_t)op]; }
@@ -36,7 +37,7 @@ std::optional<EwOp> ew_op_from_name(std::string_view n) {
   return std::nullopt;
 }
 
-bool is_unary(EwOp op) { return op == EwOp::silu || op == EwOp::gelu; }
+bool is_unary(EwOp op) { return op == EwOp::silu || op == EwOp::gelu || op == EwOp::gelu_f16; }
 
 int aliased_input(OpKind op, int output_index) {
   if (op == OpKind::kv_append) return 3 + output_index;

@@ -24,8 +24,10 @@ enum class OpKind : uint8_t {
   softmax,          // (x[R, C]) -> softmax over C
   argmax,           // (x[R, C]) -> i32[R]
   gather_rows,      // (x[T, D], rows:i32[S]) -> [S, D]
-  // Fused ops, made by graph/passes (never by a model builder). Each equals
-  // the unfused pattern it replaces, bit for bit on the CPU.
+  // Fused ops, made by graph/passes. Each equals the unfused pattern it
+  // replaces, bit for bit on the CPU. A model builder uses matmul_qkv and
+  // matmul_silu_mul only where the file stores the weight packed (phi3's
+  // attn_qkv and gate/up ffn_up).
   matmul_add,       // (x[T, K], w[N, K], residual[T, N]) -> x · wᵀ + residual
   matmul_silu_mul,  // (x[T, K], w_gate_up[2F, K]) -> silu(x · w_gateᵀ) * (x · w_upᵀ), [T, F]
   matmul_qkv,       // (x[T, K], w_qkv[Nq + 2 Nkv, K]) -> (q[T, Nq], k[T, Nkv], v[T, Nkv])
@@ -44,8 +46,16 @@ enum class OpKind : uint8_t {
   // Fused elementwise programs (graph/passes/fuse_elementwise, fuse_matmul_epilogue).
   elementwise,      // (inputs...) -> the ElementwiseProgram's result, one pass over the rows
   matmul_epilogue,  // (x[T, K], w[N, K], extra...) -> program over (x · wᵀ, extra...), applied per output block
+  // Ops of the architectures beyond llama (qwen3, gemma2); llama graphs have none.
+  head_rms_norm,    // (x[T, H*hd], weight[hd]) -> RMSNorm of each head's hd values (RmsNormParams)
+  scale,            // (x) -> x * s (ScaleParams), f32
+  softcap,          // (x) -> cap * tanh(x / cap) (SoftcapParams), f32
+  // GeGLU as llama.cpp's CPU computes it (ggml_geglu): gelu(gate) * up, the
+  // GELU of gate rounded to f16 and read from ggml's f16 table of the tanh
+  // approximation (gate <= -10: 0; gate >= 10: gate). gemma2's FFN gating.
+  gelu_mul,         // (gate[T, F], up[T, F]) -> gelu_f16(gate) * up
 };
-inline constexpr int kOpKindCount = 24;
+inline constexpr int kOpKindCount = 28;
 
 std::string_view name(OpKind op);
 std::optional<OpKind> op_from_name(std::string_view name);
@@ -69,6 +79,12 @@ struct RopeParams {
   int32_t rot_dims = 0;  // leading dims of each head that rotate; <= head_dim
   float theta = 10000.0f;
   RopeLayout layout = RopeLayout::interleaved;
+  // Linear position scaling ({arch}.rope.scaling.type linear: 1/factor): the
+  // angle is freq_scale * position * theta^(-2i/rot_dims). 1 = none. A rope
+  // may also read per-pair frequency divisors as an extra input (llama3's
+  // rope_freqs.weight, [rot_dims/2] f32): the angle of pair i is divided by
+  // factor[i], as llama.cpp does.
+  float freq_scale = 1.0f;
 };
 
 // A RoPE cos/sin table (graph constant recipe rope_table): row p holds, for
@@ -96,6 +112,22 @@ struct AttentionParams {
   int32_t block_size = 16;
   float scale = 0.0f;  // 0 means 1/sqrt(head_dim)
   bool causal = true;
+  // Sliding window: query position p attends to key positions j with
+  // p - j < window (llama.cpp's standard SWA mask); 0 = no window.
+  int32_t window = 0;
+  // Soft-capped scores: s = softcap * tanh(s / softcap) after the scale,
+  // before the softmax (gemma2's attn_logit_softcapping); 0 = none.
+  float softcap = 0.0f;
+};
+
+// scale: y = x * scale.
+struct ScaleParams {
+  float scale = 1.0f;
+};
+
+// softcap: y = cap * tanh(x / cap), cap > 0.
+struct SoftcapParams {
+  float cap = 0.0f;
 };
 
 // matmul_qkv: how the packed weight's rows split into q, k and v.
@@ -125,7 +157,9 @@ enum class EwOp : uint8_t {
   silu,      // silu(a); b unused
   gelu,      // gelu(a); b unused
   bias_add,  // a + b, b one row [cols] repeated over the rows (an input register)
+  gelu_f16,  // gelu_mul's GELU: ggml's f16-table tanh GELU of a; b unused
 };
+inline constexpr int kEwOpCount = 6;
 inline constexpr int kEwMaxInstrs = 8;
 inline constexpr int kEwMaxInputs = kEwMaxInstrs + 1;  // a chain of binary ops reads at most one more input than it has ops
 std::string_view name(EwOp op);
@@ -153,7 +187,7 @@ struct ElementwiseProgram {
 };
 
 using OpParams = std::variant<NoParams, RmsNormParams, RopeParams, KvCacheParams, AttentionParams, QkvSplitParams,
-                              RopeKvAppendParams, ElementwiseProgram>;
+                              RopeKvAppendParams, ElementwiseProgram, ScaleParams, SoftcapParams>;
 
 // The input a node's output shares storage with (it updates that buffer in
 // place, e.g. kv_append's pools), or -1.

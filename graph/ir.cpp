@@ -16,6 +16,7 @@ const char* to_string(ValueKind k) {
 
 OpQuery query_for(const Graph& g, const Node& n) {
   OpQuery q{n.op, DType::f32, DType::f32};
+  q.params = n.params;
   for (ValueId in : n.inputs)
     if (g.value(in).kind == ValueKind::constant && g.value(in).rope_table) q.rope_table = true;
   for (ValueId in : n.inputs)
@@ -23,7 +24,23 @@ OpQuery query_for(const Graph& g, const Node& n) {
       q.weight_dtype = g.value(in).desc.dtype;
       break;
     }
+  if (n.op == OpKind::rope || n.op == OpKind::rope_kv_append)
+    q.rope_freq_factors = rope_freq_factors_input(g, n) != kNoValue;
   return q;
+}
+
+ValueId rope_freq_factors_input(const Graph& g, const Node& n) {
+  const size_t first_extra = n.op == OpKind::rope ? 2 : n.op == OpKind::rope_kv_append ? 7 : n.inputs.size();
+  for (size_t i = first_extra; i < n.inputs.size(); ++i)
+    if (g.value(n.inputs[i]).kind != ValueKind::constant) return n.inputs[i];
+  return kNoValue;
+}
+
+ValueId rope_table_input(const Graph& g, const Node& n) {
+  const size_t first_extra = n.op == OpKind::rope ? 2 : n.op == OpKind::rope_kv_append ? 7 : n.inputs.size();
+  for (size_t i = first_extra; i < n.inputs.size(); ++i)
+    if (g.value(n.inputs[i]).kind == ValueKind::constant) return n.inputs[i];
+  return kNoValue;
 }
 
 ValueId Graph::add_value(Value v) {

@@ -78,6 +78,14 @@ class Graph {
 // first weight input (the matmul or embedding weight; f32 without one).
 OpQuery query_for(const Graph& g, const Node& n);
 
+// rope and rope_kv_append take, after their fixed inputs (2 and 7), at most
+// one more: a frequency-factor weight (f32[rot_dims/2], llama3's
+// rope_freqs) or a folded rope_table constant (only for a rotation without
+// factors or freq_scale). Each returns that input when it is of its kind,
+// or kNoValue.
+ValueId rope_freq_factors_input(const Graph& g, const Node& n);
+ValueId rope_table_input(const Graph& g, const Node& n);
+
 // Drops values nothing defines or reads (left behind by passes that remove
 // nodes) and renumbers the rest densely, keeping their order.
 void compact_values(Graph& g);

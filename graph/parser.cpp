@@ -164,6 +164,9 @@ class Fields {
     if (ec != std::errc() || p != s.data() + s.size()) return l_.error("a number for '" + k + "', got '" + s + "'");
     return v;
   }
+  // Fields printed only when they differ from their default.
+  Expected<int32_t> i_or(const std::string& k, int32_t fallback) { return m_.count(k) ? i(k) : Expected<int32_t>(fallback); }
+  Expected<float> f_or(const std::string& k, float fallback) { return m_.count(k) ? f(k) : Expected<float>(fallback); }
   Expected<std::string> take(const std::string& k) {
     auto it = m_.find(k);
     if (it == m_.end()) return l_.error("attribute '" + k + "'");
@@ -188,6 +191,7 @@ Expected<RopeParams> rope_fields(Fields& f, Line& l) {
   if (layout == "interleaved") p.layout = RopeLayout::interleaved;
   else if (layout == "half_split") p.layout = RopeLayout::half_split;
   else return l.error("layout=interleaved or layout=half_split, got '" + layout + "'");
+  TS_ASSIGN_OR_RETURN(p.freq_scale, f.f_or("freq_scale", 1.0f));
   return p;
 }
 
@@ -229,7 +233,7 @@ Expected<ElementwiseProgram> program(Line& l, int n_inputs) {
     if (p.n_instrs == kEwMaxInstrs) return l.error("at most " + std::to_string(kEwMaxInstrs) + " instructions");
     const std::string opname = l.word();
     auto op = ew_op_from_name(opname);
-    if (!op) return l.error("an instruction (add, mul, silu, gelu, bias_add), got '" + opname + "'");
+    if (!op) return l.error("an instruction (add, mul, silu, gelu, bias_add, gelu_f16), got '" + opname + "'");
     EwInstr& in = p.instrs[p.n_instrs];
     in.op = *op;
     TS_TRY(l.expect('('));
@@ -251,6 +255,7 @@ Expected<OpParams> params_for(OpKind op, Line& l, std::map<std::string, std::str
   switch (op) {
     case OpKind::add_rms_norm:
     case OpKind::matmul_add_rms_norm:
+    case OpKind::head_rms_norm:
     case OpKind::rms_norm: {
       RmsNormParams p;
       TS_ASSIGN_OR_RETURN(p.eps, f.f("eps"));
@@ -280,6 +285,20 @@ Expected<OpParams> params_for(OpKind op, Line& l, std::map<std::string, std::str
       TS_ASSIGN_OR_RETURN(std::string causal, f.take("causal"));
       if (causal != "true" && causal != "false") return l.error("causal=true or causal=false");
       p.causal = causal == "true";
+      TS_ASSIGN_OR_RETURN(p.window, f.i_or("window", 0));
+      TS_ASSIGN_OR_RETURN(p.softcap, f.f_or("softcap", 0.0f));
+      out = p;
+      break;
+    }
+    case OpKind::scale: {
+      ScaleParams p;
+      TS_ASSIGN_OR_RETURN(p.scale, f.f("scale"));
+      out = p;
+      break;
+    }
+    case OpKind::softcap: {
+      SoftcapParams p;
+      TS_ASSIGN_OR_RETURN(p.cap, f.f("cap"));
       out = p;
       break;
     }

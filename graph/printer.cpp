@@ -18,7 +18,8 @@ std::string fmt_float(float f) {
 std::string rope_fields(const RopeParams& p) {
   return "heads=" + std::to_string(p.n_heads) + ", head_dim=" + std::to_string(p.head_dim) +
          ", rot_dims=" + std::to_string(p.rot_dims) + ", theta=" + fmt_float(p.theta) +
-         ", layout=" + (p.layout == RopeLayout::interleaved ? "interleaved" : "half_split");
+         ", layout=" + (p.layout == RopeLayout::interleaved ? "interleaved" : "half_split") +
+         (p.freq_scale != 1.0f ? ", freq_scale=" + fmt_float(p.freq_scale) : std::string());
 }
 
 std::string reg_name(const ElementwiseProgram& p, int r) {
@@ -36,8 +37,12 @@ struct ParamPrinter {
   std::string operator()(const AttentionParams& p) const {
     return "{heads=" + std::to_string(p.n_heads) + ", kv_heads=" + std::to_string(p.n_kv_heads) +
            ", head_dim=" + std::to_string(p.head_dim) + ", block_size=" + std::to_string(p.block_size) +
-           ", scale=" + fmt_float(p.scale) + ", causal=" + (p.causal ? "true" : "false") + "}";
+           ", scale=" + fmt_float(p.scale) + ", causal=" + (p.causal ? "true" : "false") +
+           (p.window ? ", window=" + std::to_string(p.window) : std::string()) +
+           (p.softcap != 0.0f ? ", softcap=" + fmt_float(p.softcap) : std::string()) + "}";
   }
+  std::string operator()(const ScaleParams& p) const { return "{scale=" + fmt_float(p.scale) + "}"; }
+  std::string operator()(const SoftcapParams& p) const { return "{cap=" + fmt_float(p.cap) + "}"; }
   std::string operator()(const QkvSplitParams& p) const {
     return "{q_rows=" + std::to_string(p.q_rows) + ", kv_rows=" + std::to_string(p.kv_rows) + "}";
   }

@@ -1,6 +1,7 @@
 #include "graph/shape_rules.h"
 
 #include <charconv>
+#include <cmath>
 #include <string>
 
 namespace tessera::graph {
@@ -37,6 +38,25 @@ Status check_rope_table(OpKind op, const RopeParams& p, const Value& t) {
   return Status::ok();
 }
 
+Status check_rotation(OpKind op, const RopeParams& p) {
+  TS_TRY(expect(p.rot_dims > 0 && p.rot_dims <= p.head_dim && p.rot_dims % 2 == 0, op, "rot_dims must be even and <= head_dim"));
+  return expect(p.freq_scale > 0.0f && std::isfinite(p.freq_scale), op, "freq_scale must be a finite number > 0, got " + shortest(p.freq_scale));
+}
+
+// The optional input after rope's (or rope_kv_append's) fixed ones: a folded
+// table (a rope_table constant, only for an unscaled rotation: the recipe
+// knows neither freq_scale nor factors) or per-pair frequency factors
+// (f32[rot_dims/2], a weight).
+Status check_rope_extra(OpKind op, const RopeParams& p, const Value& t) {
+  if (t.kind == ValueKind::constant) {
+    TS_TRY(check_rope_table(op, p, t));
+    return expect(p.freq_scale == 1.0f, op, "a folded table is for freq_scale=1; the node scales positions by " + shortest(p.freq_scale));
+  }
+  return expect(t.desc.dtype == DType::f32 && t.desc.shape.rank == 1 && t.desc.shape[0] == p.rot_dims / 2, op,
+                "the extra input must be a rope_table constant or frequency factors f32[" + std::to_string(p.rot_dims / 2) +
+                    "] (rot_dims / 2), got a " + to_string(t.kind) + " " + desc_of(t));
+}
+
 std::string reg_name(const ElementwiseProgram& p, int r) {
   return r < p.n_inputs ? "a" + std::to_string(r) : "t" + std::to_string(r - p.n_inputs);
 }
@@ -53,7 +73,7 @@ Expected<InferredOutput> check_program(OpKind op, const ElementwiseProgram& p, c
   for (int i = 0; i < p.n_instrs; ++i) {
     const EwInstr& in = p.instrs[i];
     const std::string where = "instruction " + std::to_string(i) + " (" + std::string(name(in.op)) + ")";
-    TS_TRY(expect((int)in.op < 5, op, where + ": unknown instruction"));
+    TS_TRY(expect((int)in.op < kEwOpCount, op, where + ": unknown instruction"));
     const int defined = p.n_inputs + i;
     TS_TRY(expect(in.a < defined, op, where + " reads " + reg_name(p, in.a) + " before it is computed"));
     if (in.a < p.n_inputs) full[in.a] = 1;
@@ -113,12 +133,12 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       return std::vector{f32_rows(v(0).rows, x.shape[0], w.shape[0])};
     }
     case OpKind::rope: {
-      // (x, positions[, table])
-      TS_TRY(expect(in.size() == 2 || in.size() == 3, op, "expects 2 inputs (x, positions) or 3 (x, positions, table), got " + std::to_string(in.size())));
+      // (x, positions[, table | frequency factors])
+      TS_TRY(expect(in.size() == 2 || in.size() == 3, op, "expects 2 inputs (x, positions) or 3 (x, positions, and a table or frequency factors), got " + std::to_string(in.size())));
       const auto& p = std::get<RopeParams>(params);
-      if (in.size() == 3) TS_TRY(check_rope_table(op, p, v(2)));
+      TS_TRY(check_rotation(op, p));
+      if (in.size() == 3) TS_TRY(check_rope_extra(op, p, v(2)));
       TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.n_heads * p.head_dim, op, "x width is not n_heads * head_dim"));
-      TS_TRY(expect(p.rot_dims > 0 && p.rot_dims <= p.head_dim && p.rot_dims % 2 == 0, op, "rot_dims must be even and <= head_dim"));
       return std::vector{InferredOutput{v(0).desc, v(0).rows}};
     }
     case OpKind::kv_append: {
@@ -136,9 +156,33 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       const auto& p = std::get<AttentionParams>(params);
       TS_TRY(expect(p.n_kv_heads > 0 && p.n_heads % p.n_kv_heads == 0, op, "n_heads must be a multiple of n_kv_heads"));
       TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.n_heads * p.head_dim, op, "q width is not n_heads * head_dim"));
+      TS_TRY(expect(p.window >= 0, op, "window must be >= 0 (0: none), got " + std::to_string(p.window)));
+      TS_TRY(expect(p.softcap >= 0.0f && std::isfinite(p.softcap), op, "softcap must be a finite number >= 0 (0: none), got " + shortest(p.softcap)));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::head_rms_norm: {
+      TS_TRY(arity(2));
+      TS_TRY(expect(v(0).desc.dtype == DType::f32 && v(0).desc.shape.rank == 2, op, "x must be f32[T, H * head_dim], got " + desc_of(v(0))));
+      TS_TRY(expect(v(1).desc.dtype == DType::f32 && v(1).desc.shape.rank == 1 && v(1).desc.shape[0] > 0 &&
+                        v(0).desc.shape.last() % v(1).desc.shape[0] == 0,
+                    op, "weight " + desc_of(v(1)) + " is not f32[head_dim] for a head_dim dividing the rows of " + desc_of(v(0))));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::scale:
+    case OpKind::softcap: {
+      TS_TRY(arity(1));
+      TS_TRY(expect(v(0).desc.dtype == DType::f32, op, "x must be f32, got " + desc_of(v(0))));
+      if (op == OpKind::scale) {
+        const float s = std::get<ScaleParams>(params).scale;
+        TS_TRY(expect(std::isfinite(s), op, "scale must be finite, got " + shortest(s)));
+      } else {
+        const float c = std::get<SoftcapParams>(params).cap;
+        TS_TRY(expect(c > 0.0f && std::isfinite(c), op, "cap must be a finite number > 0, got " + shortest(c)));
+      }
       return std::vector{InferredOutput{v(0).desc, v(0).rows}};
     }
     case OpKind::silu_mul:
+    case OpKind::gelu_mul:
     case OpKind::mul:
     case OpKind::add: {
       TS_TRY(arity(2));
@@ -237,14 +281,14 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       return std::vector{s, s};
     }
     case OpKind::rope_kv_append: {
-      // (q, k, v, positions, slot_mapping, k_pool, v_pool[, table]) -> (rope(q), k_pool', v_pool')
-      TS_TRY(expect(in.size() == 7 || in.size() == 8, op, "expects 7 inputs (q, k, v, positions, slot_mapping, k_pool, v_pool) or 8 (and a table), got " + std::to_string(in.size())));
+      // (q, k, v, positions, slot_mapping, k_pool, v_pool[, table | frequency factors]) -> (rope(q), k_pool', v_pool')
+      TS_TRY(expect(in.size() == 7 || in.size() == 8, op, "expects 7 inputs (q, k, v, positions, slot_mapping, k_pool, v_pool) or 8 (and a table or frequency factors), got " + std::to_string(in.size())));
       const auto& p = std::get<RopeKvAppendParams>(params);
-      if (in.size() == 8) TS_TRY(check_rope_table(op, p.rope, v(7)));
+      TS_TRY(check_rotation(op, p.rope));
+      if (in.size() == 8) TS_TRY(check_rope_extra(op, p.rope, v(7)));
       const int64_t width = (int64_t)p.kv.n_kv_heads * p.kv.head_dim;
       TS_TRY(expect(p.kv.head_dim == p.rope.head_dim, op, "rope and KV head_dim differ"));
       TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.rope.n_heads * p.rope.head_dim, op, "q width is not n_heads * head_dim"));
-      TS_TRY(expect(p.rope.rot_dims > 0 && p.rope.rot_dims <= p.rope.head_dim && p.rope.rot_dims % 2 == 0, op, "rot_dims must be even and <= head_dim"));
       TS_TRY(expect(v(1).desc.shape.last() == width && v(2).desc.shape.last() == width, op, "k/v width is not n_kv_heads * head_dim"));
       TS_TRY(expect(v(5).desc.shape.last() == width && v(6).desc.shape.last() == width, op, "pool width is not n_kv_heads * head_dim"));
       return std::vector{InferredOutput{v(0).desc, v(0).rows}, InferredOutput{v(5).desc, RowCount::fixed},

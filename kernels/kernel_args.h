@@ -30,6 +30,24 @@ struct RmsNormArgs {
   RmsNormParams p;
 };
 
+// head_rms_norm: each of the `heads` groups of head_dim values in a row is
+// normalized on its own, with the one weight [head_dim].
+struct HeadRmsNormArgs {
+  const float* x = nullptr;       // [rows, heads * head_dim]
+  const float* weight = nullptr;  // [head_dim]
+  float* out = nullptr;           // may alias x
+  int64_t rows = 0, heads = 0, head_dim = 0;
+  RmsNormParams p;
+};
+
+// scale: out = x * s; softcap: out = s * tanh(x / s).
+struct ScalarOpArgs {
+  const float* x = nullptr;
+  float* out = nullptr;  // may alias x
+  int64_t n = 0;
+  float s = 1.0f;
+};
+
 struct EpilogueArgs;
 
 // y[m, n] = sum_k x[m, k] * w[n, k]
@@ -59,6 +77,9 @@ struct RopeArgs {
   // (the caller checks: core/hal/step_check).
   const float* table = nullptr;
   int64_t table_rows = 0;
+  // Optional: per-pair frequency divisors [rot_dims/2] (llama3's rope_freqs);
+  // the angle of pair i is divided by freq_factors[i]. Never with a table.
+  const float* freq_factors = nullptr;
 };
 
 // rope_table: out [p.positions, p.rot_dims/2, 2] = (cos, sin) per position and pair.
@@ -105,6 +126,9 @@ struct SiluMulArgs {
   float* out = nullptr;  // may alias gate or up
   int64_t n = 0;
 };
+
+// gelu_mul: out = gelu_f16(gate) * up (core/ops.h).
+using GeluMulArgs = SiluMulArgs;
 
 struct AddArgs {
   const float* a = nullptr;
@@ -224,6 +248,7 @@ struct RopeKvAppendArgs {
   RopeKvAppendParams p;
   const float* table = nullptr;  // optional, as RopeArgs::table
   int64_t table_rows = 0;
+  const float* freq_factors = nullptr;  // optional, as RopeArgs::freq_factors
 };
 
 }  // namespace tessera::kernels

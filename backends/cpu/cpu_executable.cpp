@@ -242,7 +242,10 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
       r.v_pool = f32(d.in[6]);
       r.num_slots = d.in[5].desc.shape[0];
       r.p = std::get<RopeKvAppendParams>(d.params);
-      if (d.in.size() == 8) {
+      // The optional eighth input: a folded table [P, rot_dims/2, 2] or frequency factors [rot_dims/2].
+      if (d.in.size() == 8 && d.in[7].desc.shape.rank == 1) {
+        r.freq_factors = f32(d.in[7]);
+      } else if (d.in.size() == 8) {
         r.table = f32(d.in[7]);
         r.table_rows = d.in[7].desc.shape[0];
       }
@@ -252,9 +255,11 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
     case OpKind::rope: {
       float* x = f32(d.out[0]);
       if (x != f32(d.in[0])) std::memcpy(x, f32(d.in[0]), (size_t)(rows * d.in[0].desc.shape.last()) * 4);
-      const bool table = d.in.size() == 3;
+      // The optional third input: a folded table [P, rot_dims/2, 2] or frequency factors [rot_dims/2].
+      const bool factors = d.in.size() == 3 && d.in[2].desc.shape.rank == 1;
+      const bool table = d.in.size() == 3 && !factors;
       k::rope({x, i32(d.in[1]), rows, std::get<RopeParams>(d.params), table ? f32(d.in[2]) : nullptr,
-               table ? d.in[2].desc.shape[0] : 0},
+               table ? d.in[2].desc.shape[0] : 0, factors ? f32(d.in[2]) : nullptr},
               pool_);
       return Status::ok();
     }
@@ -292,6 +297,9 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
     case OpKind::silu_mul:
       k::silu_mul({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * d.in[0].desc.shape.last()}, pool_);
       return Status::ok();
+    case OpKind::gelu_mul:
+      k::gelu_mul({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * d.in[0].desc.shape.last()}, pool_);
+      return Status::ok();
     case OpKind::add:
       k::add({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * d.in[0].desc.shape.last()}, pool_);
       return Status::ok();
@@ -305,6 +313,19 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
       else k::gelu(u, pool_);
       return Status::ok();
     }
+    case OpKind::head_rms_norm: {
+      const int64_t head_dim = d.in[1].desc.shape[0];
+      k::head_rms_norm({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows, d.in[0].desc.shape.last() / head_dim, head_dim,
+                        std::get<RmsNormParams>(d.params)},
+                       pool_);
+      return Status::ok();
+    }
+    case OpKind::scale:
+      k::scale({f32(d.in[0]), f32(d.out[0]), rows * d.in[0].desc.shape.last(), std::get<ScaleParams>(d.params).scale}, pool_);
+      return Status::ok();
+    case OpKind::softcap:
+      k::softcap({f32(d.in[0]), f32(d.out[0]), rows * d.in[0].desc.shape.last(), std::get<SoftcapParams>(d.params).cap}, pool_);
+      return Status::ok();
     case OpKind::bias_add:
       k::bias_add({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows, d.in[0].desc.shape.last()}, pool_);
       return Status::ok();

@@ -113,22 +113,33 @@ Status encode_small_op(const Dispatch& d, EncodeContext& ctx, std::vector<Encode
   const uint64_t rows = (uint64_t)o.desc.shape[0];
   const uint32_t kind = rows_kind(o.rows);
   switch (d.op) {
-    case OpKind::rms_norm: {
+    case OpKind::rms_norm:
+    case OpKind::head_rms_norm: {
+      // head_rms_norm: each tensor row is `heads` rows of the weight's width.
+      const uint64_t dim = (uint64_t)d.inputs[1].desc.shape.numel();
+      const uint64_t heads = d.op == OpKind::head_rms_norm ? (uint64_t)d.inputs[0].desc.shape.last() / dim : 1;
       EncodedDispatch e;
       e.shader = "rms_norm";
       e.bindings = {ctx.bind(d.inputs[0], false), ctx.bind(d.inputs[1], false), ctx.bind(o, true)};
-      e.push = {(uint32_t)d.inputs[0].desc.shape.last(), float_bits(std::get<RmsNormParams>(d.params).eps), kind, (uint32_t)rows};
-      spread_groups(rows, dev.limits(), e.groups);
+      e.push = {(uint32_t)dim, float_bits(std::get<RmsNormParams>(d.params).eps), kind, (uint32_t)rows, (uint32_t)heads};
+      spread_groups(rows * heads, dev.limits(), e.groups);
       out.push_back(std::move(e));
       return Status::ok();
     }
     case OpKind::add:
-    case OpKind::silu_mul: {
+    case OpKind::silu_mul:
+    case OpKind::gelu_mul:
+    case OpKind::scale:
+    case OpKind::softcap: {
       const uint64_t cols = (uint64_t)d.inputs[0].desc.shape.last();
       EncodedDispatch e = striding("elementwise", rows * cols, 256);
-      e.spec = {d.op == OpKind::add ? 0u : 1u};
-      e.bindings = {ctx.bind(d.inputs[0], false), ctx.bind(d.inputs[1], false), ctx.bind(o, true)};
-      e.push = {(uint32_t)cols, kind, (uint32_t)rows};
+      const bool unary = d.op == OpKind::scale || d.op == OpKind::softcap;
+      e.spec = {d.op == OpKind::add ? 0u : d.op == OpKind::silu_mul ? 1u : d.op == OpKind::gelu_mul ? 2u : d.op == OpKind::scale ? 3u : 4u};
+      e.bindings = {ctx.bind(d.inputs[0], false), ctx.bind(d.inputs[unary ? 0 : 1], false), ctx.bind(o, true)};
+      const float s = d.op == OpKind::scale ? std::get<ScaleParams>(d.params).scale
+                      : d.op == OpKind::softcap ? std::get<SoftcapParams>(d.params).cap
+                                                : 0.0f;
+      e.push = {(uint32_t)cols, kind, (uint32_t)rows, float_bits(s)};
       out.push_back(std::move(e));
       return Status::ok();
     }
@@ -167,6 +178,8 @@ Status encode_small_op(const Dispatch& d, EncodeContext& ctx, std::vector<Encode
       const auto& p = std::get<RopeParams>(d.params);
       if (p.rot_dims % 2 || p.rot_dims > p.head_dim || p.rot_dims < 0)
         return invalid_argument("rope: rot_dims " + std::to_string(p.rot_dims) + " must be even and at most head_dim");
+      if (p.freq_scale != 1.0f || d.inputs.size() != 2)
+        return unsupported("rope: the vulkan shader rotates by theta alone (no freq_scale, frequency factors or folded table)");
       const uint64_t per_head = (uint64_t)p.rot_dims / 2 + (uint64_t)(p.head_dim - p.rot_dims + 1) / 2;
       // A table of at most 16 MiB; positions past it are computed in the shader.
       const uint64_t pair_bytes = std::max<uint64_t>((uint64_t)p.rot_dims / 2 * 8, 8);

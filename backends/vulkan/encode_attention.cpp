@@ -34,6 +34,7 @@ Status encode_attention(const Dispatch& d, EncodeContext& ctx, std::vector<Encod
   const auto& p = std::get<AttentionParams>(d.params);
   if (p.n_heads < 1 || p.n_kv_heads < 1 || p.n_heads % p.n_kv_heads || p.block_size < 1 || p.head_dim < 1)
     return invalid_argument("paged_attention: heads, kv heads, head_dim and block size must be positive, heads a multiple of kv heads");
+  if (p.window < 0 || !(p.softcap >= 0.0f)) return invalid_argument("paged_attention: window and softcap must be >= 0");
   if (p.head_dim > kSplitMaxHeadDim)
     return unsupported("paged_attention: head_dim " + std::to_string(p.head_dim) + " exceeds the shaders' " +
                        std::to_string(kSplitMaxHeadDim));
@@ -53,7 +54,7 @@ Status encode_attention(const Dispatch& d, EncodeContext& ctx, std::vector<Encod
   const std::vector<uint32_t> push = {(uint32_t)p.n_heads,   (uint32_t)p.n_kv_heads,      (uint32_t)p.head_dim,
                                       (uint32_t)p.block_size, float_bits(scale),          p.causal ? 1u : 0u,
                                       (uint32_t)bucket.max_blocks_per_seq, (uint32_t)slots, (uint32_t)n_splits,
-                                      split_all_tokens ? 1u : 0u};
+                                      split_all_tokens ? 1u : 0u, (uint32_t)p.window, float_bits(p.softcap)};
   std::vector<TensorBinding> meta;
   for (size_t i = 3; i < 7; ++i) meta.push_back(ctx.bind(d.inputs[i], false));
   const TensorBinding qb = ctx.bind(q, false), kb = ctx.bind(d.inputs[1], false), vb = ctx.bind(d.inputs[2], false);

@@ -44,9 +44,17 @@ KernelChoice VulkanKernelTable::query(const OpQuery& q) const {
       return {true, wt + "_embedding" + suffix, ""};
     case OpKind::rope:
       if (q.rope_table) return {false, "", "the vulkan rope shader computes cos/sin itself; it takes no folded rope_table input"};
+      if (q.rope_freq_factors) return {false, "", "the vulkan rope shader has no per-pair frequency factors (llama3's rope_freqs)"};
+      if (const auto* p = std::get_if<RopeParams>(&q.params); p && p->freq_scale != 1.0f)
+        return {false, "", "the vulkan rope shader has no position scaling (freq_scale)"};
       return {true, "rope" + suffix, ""};
-    case OpKind::paged_attention: return {true, "paged_attention_split+merge+prefill" + suffix, ""};
+    case OpKind::paged_attention:  // a sliding window and soft-capped scores included
+      return {true, "paged_attention_split+merge+prefill" + suffix, ""};
     case OpKind::rms_norm:
+    case OpKind::head_rms_norm:
+    case OpKind::scale:
+    case OpKind::softcap:
+    case OpKind::gelu_mul:
     case OpKind::kv_append:
     case OpKind::silu_mul:
     case OpKind::add:
@@ -58,6 +66,11 @@ KernelChoice VulkanKernelTable::query(const OpQuery& q) const {
     case OpKind::gelu:
     case OpKind::bias_add:
       return {false, "", "the vulkan backend has no " + std::string(name(q.op)) + " shader yet; placement runs it on the CPU"};
+    case OpKind::matmul_qkv:
+    case OpKind::matmul_silu_mul:
+      // The passes fuse only for targets that have these; a graph has them unasked where the file packs the weight (phi3).
+      return {false, "", "the vulkan backend has no fused " + std::string(name(q.op)) +
+                             " shader: the passes leave the unfused ops on it, and a weight the file packs (phi3) runs on the CPU"};
     default:
       return {false, "", "the vulkan backend has no fused " + std::string(name(q.op)) + " shader; the unfused ops run instead"};
   }

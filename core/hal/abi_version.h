@@ -9,6 +9,6 @@
 namespace tessera {
 
 inline constexpr uint32_t kBackendAbiVersion = 4;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0xfd6dce833795fa1aull;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0xc789aeeaf59c2d1dull;
 
 }  // namespace tessera

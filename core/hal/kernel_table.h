@@ -17,6 +17,13 @@ struct OpQuery {
   // rope / rope_kv_append reading a folded cos/sin table (graph constant
   // rope_table) as a trailing input instead of computing cos/sin itself.
   bool rope_table = false;
+  // rope / rope_kv_append reading per-pair frequency divisors (llama3's
+  // rope_freqs.weight) as an extra input.
+  bool rope_freq_factors = false;
+  // The node's parameters, for tables whose kernels implement only some
+  // settings (an attention window or score soft-cap, a RoPE freq_scale): a
+  // table must refuse what its kernel would ignore.
+  OpParams params = NoParams{};
 };
 
 struct KernelChoice {

@@ -45,7 +45,8 @@ StepLimits step_limits(const Plan& plan) {
     } else if (d.op == OpKind::paged_attention && d.inputs.size() >= 3) {
       slots = std::min(slots, d.inputs[1].desc.shape[0]);
       l.block_size = std::get<AttentionParams>(d.params).block_size;
-    } else if ((d.op == OpKind::rope && d.inputs.size() == 3) || (d.op == OpKind::rope_kv_append && d.inputs.size() == 8)) {
+    } else if (((d.op == OpKind::rope && d.inputs.size() == 3) || (d.op == OpKind::rope_kv_append && d.inputs.size() == 8)) &&
+               d.inputs.back().desc.shape.rank == 3) {  // a folded table, not frequency factors
       const int64_t rows = d.inputs.back().desc.shape[0];
       l.rope_rows = l.rope_rows == 0 ? rows : std::min(l.rope_rows, rows);
     }

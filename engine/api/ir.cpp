@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "engine/models/load_model.h"
-#include "engine/runtime/llama_graph.h"
+#include "engine/runtime/model_graph.h"
 #include "engine/runtime/model_runner.h"
 #include "graph/memory_plan.h"
 #include "graph/parser.h"
@@ -89,7 +89,7 @@ Expected<std::vector<IrPassTiming>> run_ir(const IrOptions& o) {
   const int32_t ctx = o.ctx ? o.ctx : std::min(c.context_length, RunnerOptions::kDefaultContextCap);
   if (ctx < 1 || ctx > c.context_length || o.block_size < 1)
     return invalid_argument("--ctx: expected 1 to " + std::to_string(c.context_length) + " and --block-size >= 1");
-  TS_ASSIGN_OR_RETURN(graph::Graph g, build_llama_graph(w, KvLayout{(ctx + o.block_size - 1) / o.block_size, o.block_size}));
+  TS_ASSIGN_OR_RETURN(graph::Graph g, build_model_graph(w, KvLayout{(ctx + o.block_size - 1) / o.block_size, o.block_size}));
   return run_and_print(g, o, o.passes.empty() ? "default" : o.passes, ctx);
 }
 

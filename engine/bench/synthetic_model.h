@@ -10,7 +10,7 @@
 #include "core/dtype.h"
 #include "core/parallel.h"
 #include "core/status.h"
-#include "engine/models/llama_config.h"
+#include "engine/models/transformer_config.h"
 #include "engine/models/model_weights.h"
 
 namespace tessera {

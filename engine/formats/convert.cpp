@@ -78,6 +78,7 @@ void write_config(GgufWriter& w, const ModelWeights& m, uint32_t llama_ftype) {
   w.set_f32("llama.attention.layer_norm_rms_epsilon", c.rms_eps);
   w.set_f32("llama.rope.freq_base", c.rope_theta);
   w.set_u32("llama.vocab_size", (uint32_t)c.vocab_size);
+  if (c.sliding_window > 0) w.set_u32("llama.attention.sliding_window", (uint32_t)c.sliding_window);
 }
 
 void write_tokenizer(GgufWriter& w, const TokenizerData& t) {
@@ -127,6 +128,11 @@ Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType t
 Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, const QuantFileType& ft, bool pure,
                         const std::string& out_path, std::vector<std::string>* notes) {
   TS_TRY(m.config.validate(m.source));
+  // The writer spells the llama keys only; the other architectures' switches would be lost.
+  if (m.config.arch != Arch::llama)
+    return unsupported(m.source + ": convert writes llama GGUF files; this model is " + std::string(name(m.config.arch)));
+  if (m.config.rope_freq_scale != 1.0f)
+    return unsupported(m.source + ": convert does not write RoPE position scaling (rope.scaling.factor)");
   const bool scores_ok = tok && (tok->scores.size() == tok->tokens.size() || (tok->model == "gpt2" && tok->scores.empty()));
   if (tok && (!scores_ok || tok->types.size() != tok->tokens.size()))
     return invalid_argument(m.source + ": tokenizer has " + std::to_string(tok->tokens.size()) + " tokens, " +

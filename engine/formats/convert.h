@@ -1,6 +1,6 @@
 #pragma once
 // Writes a loaded llama model (any source format) as a GGUF file that
-// load_gguf_llama reads back to the same config and tensors.
+// load_gguf_model reads back to the same config and tensors.
 #include <string>
 #include <vector>
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "core/mapped_file.h"
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/models/hf_loader.h"
 #include "engine/models/llama2c_loader.h"
 
@@ -20,7 +20,7 @@ Expected<ModelWeights> load_model(const std::string& path) {
       return invalid_argument(path + ": file is empty; expected a GGUF file or a llama2.c checkpoint");
     is_gguf = file.size() >= 4 && std::memcmp(file.data(), "GGUF", 4) == 0;
   }
-  return is_gguf ? load_gguf_llama(path) : load_llama2c(path);
+  return is_gguf ? load_gguf_model(path) : load_llama2c(path);
 }
 
 }  // namespace tessera

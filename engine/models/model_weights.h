@@ -15,7 +15,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
-#include "engine/models/llama_config.h"
+#include "engine/models/transformer_config.h"
 #include "engine/tokenizer/tokenizer_data.h"
 
 namespace tessera {

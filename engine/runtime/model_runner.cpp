@@ -83,8 +83,8 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
                                 " MiB: nothing is left for the KV cache (give --kv-cache-memory)");
   }
   TS_ASSIGN_OR_RETURN(r->kv_spec_, size_kv_cache({budget, bytes_per_block, o.block_size, blocks_per_seq, o.max_seqs, 0}));
-  TS_ASSIGN_OR_RETURN(r->graph_, build_llama_graph(*r->weights_, KvLayout{r->kv_spec_.num_blocks, r->kv_spec_.block_size},
-                                                   LlamaGraphOptions{o.sample_on_device}));
+  TS_ASSIGN_OR_RETURN(r->graph_, build_model_graph(*r->weights_, KvLayout{r->kv_spec_.num_blocks, r->kv_spec_.block_size},
+                                                   ModelGraphOptions{o.sample_on_device}));
   TS_TRY(r->place_and_bind());
   return r;
 }

@@ -25,7 +25,7 @@
 #include "core/status.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/model_weights.h"
-#include "engine/runtime/llama_graph.h"
+#include "engine/runtime/model_graph.h"
 #include "graph/ir.h"
 #include "graph/partition.h"
 #include "graph/pass_manager.h"

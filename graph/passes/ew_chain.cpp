@@ -9,7 +9,8 @@ int ew_instr_count(OpKind op) {
     case OpKind::silu:
     case OpKind::gelu:
     case OpKind::bias_add: return 1;
-    case OpKind::silu_mul: return 2;
+    case OpKind::silu_mul:
+    case OpKind::gelu_mul: return 2;
     default: return 0;
   }
 }
@@ -34,6 +35,7 @@ int ProgramBuilder::append(const Node& node, int a, int b) {
     case OpKind::gelu: return emit(EwOp::gelu, a, 0);
     case OpKind::bias_add: return emit(EwOp::bias_add, a, b);
     case OpKind::silu_mul: return emit(EwOp::mul, emit(EwOp::silu, a, 0), b);  // silu_mul computes exactly this
+    case OpKind::gelu_mul: return emit(EwOp::mul, emit(EwOp::gelu_f16, a, 0), b);  // and gelu_mul this
     default: return -1;
   }
 }

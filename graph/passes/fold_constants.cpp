@@ -39,8 +39,9 @@ Status fold_constants(Graph& g, const PassContext& ctx) {
     const bool fused = n.op == OpKind::rope_kv_append && n.inputs.size() == 7 && fused_ok;
     if (!plain && !fused) continue;
     const RopeParams& p = plain ? std::get<RopeParams>(n.params) : std::get<RopeKvAppendParams>(n.params).rope;
-    // A rotation the recipe cannot describe (odd rot_dims, theta not a positive number) stays on the fly.
-    if (p.rot_dims <= 0 || p.rot_dims % 2 || !std::isfinite(p.theta) || p.theta <= 0) continue;
+    // A rotation the recipe cannot describe (odd rot_dims, theta not a positive number, scaled positions) stays
+    // on the fly; so does one with frequency factors (an extra input: the sizes above exclude it).
+    if (p.rot_dims <= 0 || p.rot_dims % 2 || !std::isfinite(p.theta) || p.theta <= 0 || p.freq_scale != 1.0f) continue;
     const auto key = std::make_tuple(p.rot_dims, p.theta, ctx.max_positions);
     auto it = tables.find(key);
     if (it == tables.end()) {

@@ -5,7 +5,8 @@
 // when k' has no other reader, q' is read only by an attention over kp' and
 // vp', and both ropes agree on everything but the head count. The fused node
 // stands where the append stood; a folded table both ropes read (when
-// fold_constants ran first) becomes its trailing input. Backends: any whose
+// fold_constants ran first), or their frequency factors, becomes its
+// trailing input. Backends: any whose
 // kernel table has rope_kv_append (cpu).
 #include "graph/passes/passes.h"
 #include "graph/passes/rewrite_util.h"
@@ -15,7 +16,8 @@ namespace tessera::graph::passes {
 namespace {
 
 bool same_rotation(const RopeParams& a, const RopeParams& b) {
-  return a.head_dim == b.head_dim && a.rot_dims == b.rot_dims && a.theta == b.theta && a.layout == b.layout;
+  return a.head_dim == b.head_dim && a.rot_dims == b.rot_dims && a.theta == b.theta && a.layout == b.layout &&
+         a.freq_scale == b.freq_scale;
 }
 
 }  // namespace
@@ -44,22 +46,25 @@ Status fuse_rope_kv_append(Graph& g, const PassContext& ctx) {
     if (!same_rotation(pq, pk) || pk.n_heads != kv.n_kv_heads || pk.head_dim != kv.head_dim ||
         ropeq.inputs[1] != ropek.inputs[1])
       continue;
-    // Ropes already reading a folded table (fold_constants ran first) fuse only when they read the same one.
-    const ValueId table = ropeq.inputs.size() == 3 ? ropeq.inputs[2] : kNoValue;
-    if ((ropek.inputs.size() == 3 ? ropek.inputs[2] : kNoValue) != table) continue;
-    if (table != kNoValue && ctx.kernels) {
+    // Ropes reading a folded table (fold_constants ran first) or frequency
+    // factors fuse only when they read the same one, which the fused node reads.
+    const ValueId extra = ropeq.inputs.size() == 3 ? ropeq.inputs[2] : kNoValue;
+    if ((ropek.inputs.size() == 3 ? ropek.inputs[2] : kNoValue) != extra) continue;
+    RopeKvAppendParams p{pq, kv};
+    if (extra != kNoValue && ctx.kernels) {
       OpQuery q{OpKind::rope_kv_append, DType::f32, DType::f32};
-      q.rope_table = true;
+      q.params = p;
+      q.rope_table = rope_table_input(g, ropeq) != kNoValue;
+      q.rope_freq_factors = rope_freq_factors_input(g, ropeq) != kNoValue;
       if (!ctx.kernels->query(q).supported) continue;
     }
-    RopeKvAppendParams p{pq, kv};
     std::string label = app.label;
     if (const size_t dot = label.rfind('.'); dot != std::string::npos) label = label.substr(0, dot + 1) + "rope_kv_append";
     const ValueId q_rot = ropeq.outputs[0];
     app.op = OpKind::rope_kv_append;
     app.params = p;
     app.inputs = {ropeq.inputs[0], ropek.inputs[0], app.inputs[1], ropeq.inputs[1], app.inputs[2], app.inputs[3], app.inputs[4]};
-    if (table != kNoValue) app.inputs.push_back(table);
+    if (extra != kNoValue) app.inputs.push_back(extra);
     app.outputs = {q_rot, app.outputs[0], app.outputs[1]};
     app.label = label;
     g.value(q_rot).producer = (int32_t)i;

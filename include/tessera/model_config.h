@@ -3,11 +3,12 @@
 // file format spelled it (GGUF keys, a llama2.c header).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tessera {
 
 struct ModelConfig {
-  std::string architecture;     // "llama"
+  std::string architecture;     // general.architecture: "llama", "qwen2", "qwen3", "gemma2" or "phi3"
   int32_t vocab_size = 0;
   int32_t context_length = 0;   // positions the model was trained for
   int32_t embedding_dim = 0;    // the residual stream's width
@@ -21,6 +22,9 @@ struct ModelConfig {
   std::string rope_pairs;       // which dimensions RoPE rotates together: "interleaved" or "half-split"
   float norm_eps = 0;           // the normalization's epsilon (RMSNorm for llama)
   bool tied_embeddings = false; // the output projection is the token embedding
+  // What the architecture adds to or changes in llama's block, one phrase
+  // each (e.g. "Q/K/V biases", "sliding window 64 on layers 0, 2, 4, ..."); empty for llama 2.
+  std::vector<std::string> features;
 };
 
 }  // namespace tessera

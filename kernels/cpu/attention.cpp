@@ -21,11 +21,18 @@
 //   in the workspace, and a second pass merges the pieces, in the same order.
 //   One decode token with a long context thus keeps every thread busy.
 //
+// * A sliding window (AttentionParams::window) skips the blocks wholly
+//   before it and masks the positions before it in the block where it
+//   starts; a piece with no position left adds nothing when merged, so a
+//   token's bits still depend on its query and its window alone. Soft-capped
+//   scores (AttentionParams::softcap) are capped right after the scale.
+//
 // Units are dealt round-robin to lanes; lane c owns the region
 // [partials_end + c * lane_floats, + lane_floats) of the workspace (one
 // block of scores, then the tile rows' softmax states), and the lanes run
 // as the ParallelFor's items, so no two threads share a region.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -76,11 +83,16 @@ struct Shape {
   int group;            // query heads per KV head
   int64_t q_row, kv_row;
   float sqrt_hd;
+  float inv_softcap;    // 1 / p.softcap, when it is set
   bool split;           // split_decodes() of the call
 
   int64_t q_len(int32_t s) const { return (int64_t)a.query_start[s + 1] - a.query_start[s]; }
   int64_t kv_len(int32_t s, int64_t t) const {
     return a.p.causal ? (int64_t)a.positions[t] + 1 : (int64_t)a.seq_lens[s];
+  }
+  // The first position token t sees: the start of its sliding window (positions j with positions[t] - j < window).
+  int64_t kv_first(int64_t t) const {
+    return a.p.window > 0 ? std::max<int64_t>(0, (int64_t)a.positions[t] - a.p.window + 1) : 0;
   }
   // Pieces per (sequence, KV head) run as units of their own; 0 for a sequence whose tiles merge as they go.
   int64_t decode_pieces(int32_t s) const {
@@ -108,18 +120,22 @@ void reset(const Row& r, int head_dim) {
   std::fill(r.acc, r.acc + head_dim, 0.0f);
 }
 
-// Folds positions [j0, j0 + n) of one block, at pool slots base.., into `r`.
-void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, int64_t base, int64_t head_off, int64_t n,
-                float* scores) {
+// Folds the block's offsets [lo, n), at pool slots base + lo.., into `r`
+// (lo > 0 where a sliding window starts inside the block).
+void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, int64_t base, int64_t head_off, int64_t lo,
+                int64_t n, float* scores) {
   const AttentionParams& p = sh.a.p;
   const int hd = p.head_dim;
   float block_max = -INFINITY;
-  for (int64_t o = 0; o < n; ++o) {
+  for (int64_t o = lo; o < n; ++o) {
     const float dot = isa.dot(r.q, sh.a.k_pool + (base + o) * sh.kv_row + head_off, hd);
     // 1/sqrt(head_dim) is applied as llama2.c does, by division.
     scores[o] = p.scale != 0.0f ? dot * p.scale : dot / sh.sqrt_hd;
+    // gemma2's soft-cap, as ggml computes it: scale by 1/cap, tanh, scale by cap.
+    if (p.softcap > 0.0f) scores[o] = p.softcap * tanhf(scores[o] * sh.inv_softcap);
     block_max = std::max(block_max, scores[o]);
   }
+  if (lo >= n) return;
   if (block_max > *r.m) {
     const float alpha = expf(*r.m - block_max);  // 0 before the first block
     if (*r.l > 0.0f)
@@ -127,7 +143,7 @@ void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, in
     *r.l *= alpha;
     *r.m = block_max;
   }
-  for (int64_t o = 0; o < n; ++o) {
+  for (int64_t o = lo; o < n; ++o) {
     const float e = expf(scores[o] - *r.m);
     *r.l += e;
     isa.axpy(e, sh.a.v_pool + (base + o) * sh.kv_row + head_off, r.acc, hd);
@@ -175,10 +191,13 @@ void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int
   };
   for (int hh = 0; hh < sh.group; ++hh) reset(row(hh), p.head_dim);
   const int64_t end = std::min(len, (piece + 1) * span);
-  for (int64_t j0 = piece * span; j0 < end; j0 += p.block_size) {
+  const int64_t first = sh.kv_first(t);
+  // Blocks wholly before the window are skipped (a piece of none adds nothing when merged).
+  for (int64_t j0 = std::max(piece * span, first / p.block_size * p.block_size); j0 < end; j0 += p.block_size) {
     const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
     for (int hh = 0; hh < sh.group; ++hh)
-      fold_block(sh, isa, row(hh), base, head_off, std::min<int64_t>(p.block_size, end - j0), scores);
+      fold_block(sh, isa, row(hh), base, head_off, std::max<int64_t>(0, first - j0), std::min<int64_t>(p.block_size, end - j0),
+                 scores);
   }
 }
 
@@ -211,8 +230,11 @@ void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64
   float* piece_acc = piece_l + rows;
   const int64_t head_off = (int64_t)g * p.head_dim;
   const int32_t* table = sh.a.block_tables + (int64_t)s * sh.a.max_blocks_per_seq;
-  int64_t kv_end = 0;
-  for (int64_t i = 0; i < nq; ++i) kv_end = std::max(kv_end, sh.kv_len(s, t0 + i));
+  int64_t kv_end = 0, kv_begin = INT64_MAX;
+  for (int64_t i = 0; i < nq; ++i) {
+    kv_end = std::max(kv_end, sh.kv_len(s, t0 + i));
+    kv_begin = std::min(kv_begin, sh.kv_first(t0 + i));
+  }
   auto merged = [&](int64_t i, int hh) {
     const int64_t t = t0 + i, h = (int64_t)g * sh.group + hh, r = i * sh.group + hh;
     return Row{sh.a.q + t * sh.q_row + h * p.head_dim, sh.a.out + t * sh.q_row + h * p.head_dim, &merged_m[r], &merged_l[r]};
@@ -224,18 +246,24 @@ void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64
   for (int64_t i = 0; i < nq; ++i)
     for (int hh = 0; hh < sh.group; ++hh) reset(merged(i, hh), p.head_dim);
   const int64_t span = piece_span(p.block_size);
-  for (int64_t p0 = 0; p0 < kv_end; p0 += span) {
-    const bool first = p0 == 0;
+  // Pieces wholly before every row's window are skipped: they would add
+  // nothing. The first piece that runs folds straight into the merged state,
+  // which is what merging it into an empty one would give.
+  const int64_t p_begin = kv_begin / span * span;
+  for (int64_t p0 = p_begin; p0 < kv_end; p0 += span) {
+    const bool first = p0 == p_begin;
     if (!first)
       for (int64_t i = 0; i < nq; ++i)
         for (int hh = 0; hh < sh.group; ++hh) reset(piece(i, hh), p.head_dim);
-    for (int64_t j0 = p0; j0 < std::min(kv_end, p0 + span); j0 += p.block_size) {
+    for (int64_t j0 = std::max(p0, kv_begin / p.block_size * p.block_size); j0 < std::min(kv_end, p0 + span);
+         j0 += p.block_size) {
       const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
       for (int64_t i = 0; i < nq; ++i) {
         const int64_t n = std::min<int64_t>(p.block_size, sh.kv_len(s, t0 + i) - j0);
-        if (n <= 0) continue;  // causal: this row's context ended in an earlier block
+        const int64_t lo = std::max<int64_t>(0, sh.kv_first(t0 + i) - j0);
+        if (n <= lo) continue;  // causal: this row's context ended in an earlier block; or its window starts later
         for (int hh = 0; hh < sh.group; ++hh)
-          fold_block(sh, isa, first ? merged(i, hh) : piece(i, hh), base, head_off, n, scores);
+          fold_block(sh, isa, first ? merged(i, hh) : piece(i, hh), base, head_off, lo, n, scores);
       }
     }
     if (!first)
@@ -270,6 +298,7 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
                  (int64_t)p.n_heads * p.head_dim,
                  (int64_t)p.n_kv_heads * p.head_dim,
                  sqrtf((float)p.head_dim),
+                 p.softcap > 0.0f ? 1.0f / p.softcap : 0.0f,
                  split_decodes(n_decode * p.n_kv_heads, pf.num_threads())};
 
   int64_t n_units = 0, n_pieces = 0;

@@ -64,6 +64,10 @@ void bias_add(const BiasAddArgs& a, ParallelFor& pf);
 void softmax(const SoftmaxArgs& a, ParallelFor& pf);
 void argmax(const ArgmaxArgs& a, ParallelFor& pf);
 void gather_rows(const GatherRowsArgs& a, ParallelFor& pf);
+void head_rms_norm(const HeadRmsNormArgs& a, ParallelFor& pf);
+void scale(const ScalarOpArgs& a, ParallelFor& pf);
+void softcap(const ScalarOpArgs& a, ParallelFor& pf);
+void gelu_mul(const GeluMulArgs& a, ParallelFor& pf);
 // Fused ops (cpu/fused.cpp); mm.workspace as for matmul, mm.y / k_rot scratch.
 void matmul_add(const MatmulAddArgs& a, ParallelFor& pf);
 void matmul_silu_mul(const MatmulSiluMulArgs& a, ParallelFor& pf);

@@ -47,6 +47,41 @@ void gelu(const UnaryArgs& a, ParallelFor& pf) {
   });
 }
 
+namespace detail {
+const uint16_t* gelu_f16_table() {
+  struct Table {
+    uint16_t v[65536];
+    Table() {
+      for (uint32_t i = 0; i < 65536; ++i) v[i] = f32_to_f16(gelu_f32(f16_to_f32((uint16_t)i)));
+    }
+  };
+  static const Table t;
+  return t.v;
+}
+}  // namespace detail
+
+// gemma2's GeGLU as ggml's CPU computes it (ew_math.h's gelu_f16_f32).
+void gelu_mul(const GeluMulArgs& a, ParallelFor& pf) {
+  const uint16_t* table = detail::gelu_f16_table();
+  detail::parallel_for(pf, a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) a.out[i] = detail::gelu_f16_f32(a.gate[i], table) * a.up[i];
+  });
+}
+
+void scale(const ScalarOpArgs& a, ParallelFor& pf) {
+  detail::parallel_for(pf, a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) a.out[i] = a.x[i] * a.s;
+  });
+}
+
+// As ggml computes gemma2's final soft-cap: scale by 1/cap, tanh, scale by cap.
+void softcap(const ScalarOpArgs& a, ParallelFor& pf) {
+  const float inv = 1.0f / a.s;
+  detail::parallel_for(pf, a.n, kElemGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) a.out[i] = a.s * tanhf(a.x[i] * inv);
+  });
+}
+
 void bias_add(const BiasAddArgs& a, ParallelFor& pf) {
   detail::parallel_for(pf, a.rows, row_grain(a.cols), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)

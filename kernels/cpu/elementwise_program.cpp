@@ -33,6 +33,11 @@ void run_instr(EwOp op, const float* a, const float* b, float* d, int64_t n) {
     case EwOp::gelu:
       for (int64_t j = 0; j < n; ++j) d[j] = detail::gelu_f32(a[j]);
       return;
+    case EwOp::gelu_f16: {
+      const uint16_t* table = detail::gelu_f16_table();
+      for (int64_t j = 0; j < n; ++j) d[j] = detail::gelu_f16_f32(a[j], table);
+      return;
+    }
   }
 }
 

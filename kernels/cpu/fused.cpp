@@ -37,7 +37,7 @@ void rope_kv_append(const RopeKvAppendArgs& a, ParallelFor& pf) {
   std::memcpy(a.k_rot, a.k, (size_t)(a.n_tokens * kv_width) * 4);
   RopeParams rk = a.p.rope;
   rk.n_heads = a.p.kv.n_kv_heads;
-  rope({a.k_rot, a.positions, a.n_tokens, rk, a.table, a.table_rows}, pf);
+  rope({a.k_rot, a.positions, a.n_tokens, rk, a.table, a.table_rows, a.freq_factors}, pf);
   KvAppendArgs kv;
   kv.k = a.k_rot;
   kv.v = a.v;
@@ -49,7 +49,7 @@ void rope_kv_append(const RopeKvAppendArgs& a, ParallelFor& pf) {
   kv.p = a.p.kv;
   kv_append(kv, pf);
   if (a.q_out != a.q) std::memmove(a.q_out, a.q, (size_t)(a.n_tokens * q_width) * 4);
-  rope({a.q_out, a.positions, a.n_tokens, a.p.rope, a.table, a.table_rows}, pf);
+  rope({a.q_out, a.positions, a.n_tokens, a.p.rope, a.table, a.table_rows, a.freq_factors}, pf);
 }
 
 void add_rms_norm(const AddRmsNormArgs& a, ParallelFor& pf) {

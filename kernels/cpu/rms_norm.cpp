@@ -25,4 +25,10 @@ void rms_norm(const RmsNormArgs& a, ParallelFor& pf) {
                        });
 }
 
+// Each head's head_dim values as a row of their own (qwen3's Q/K norms): the
+// same arithmetic as rms_norm over rows * heads rows of head_dim.
+void head_rms_norm(const HeadRmsNormArgs& a, ParallelFor& pf) {
+  rms_norm({a.x, a.weight, a.out, a.rows * a.heads, a.head_dim, a.p}, pf);
+}
+
 }  // namespace tessera::kernels::cpu

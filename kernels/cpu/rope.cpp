@@ -65,7 +65,8 @@ void rope(const RopeArgs& a, ParallelFor& pf) {
           c = cs[2 * i];
           s = cs[2 * i + 1];
         } else {
-          rope_cos_sin(a.positions[t], i, p.rot_dims, p.theta, c, s);
+          rope_cos_sin_scaled(a.positions[t], i, p.rot_dims, p.theta, p.freq_scale,
+                              a.freq_factors ? a.freq_factors[i] : 1.0f, c, s);
         }
         const int i0 = interleaved ? 2 * i : i;
         const int i1 = interleaved ? 2 * i + 1 : i + half;

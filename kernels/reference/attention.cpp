@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -19,25 +20,28 @@ void paged_attention(const AttentionArgs& a) {
     auto slot = [&](int64_t j) { return (int64_t)table[j / p.block_size] * p.block_size + j % p.block_size; };
     for (int64_t t = a.query_start[s]; t < a.query_start[s + 1]; ++t) {
       const int64_t len = p.causal ? (int64_t)a.positions[t] + 1 : (int64_t)a.seq_lens[s];
+      // The sliding window: positions j with positions[t] - j < window.
+      const int64_t first = p.window > 0 ? std::max<int64_t>(0, (int64_t)a.positions[t] - p.window + 1) : 0;
       scores.assign((size_t)len, 0.0);
       for (int h = 0; h < p.n_heads; ++h) {
         const int kvh = h / group;
         const float* q = a.q + t * q_row + (int64_t)h * p.head_dim;
         double max = -INFINITY;
-        for (int64_t j = 0; j < len; ++j) {
+        for (int64_t j = first; j < len; ++j) {
           const float* k = a.k_pool + slot(j) * kv_row + (int64_t)kvh * p.head_dim;
           double dot = 0.0;
           for (int d = 0; d < p.head_dim; ++d) dot += (double)q[d] * k[d];
           scores[(size_t)j] = dot * scale;
+          if (p.softcap > 0.0f) scores[(size_t)j] = (double)p.softcap * std::tanh(scores[(size_t)j] / (double)p.softcap);
           if (scores[(size_t)j] > max) max = scores[(size_t)j];
         }
         double sum = 0.0;
-        for (int64_t j = 0; j < len; ++j) {
+        for (int64_t j = first; j < len; ++j) {
           scores[(size_t)j] = std::exp(scores[(size_t)j] - max);
           sum += scores[(size_t)j];
         }
         acc.assign((size_t)p.head_dim, 0.0);
-        for (int64_t j = 0; j < len; ++j) {
+        for (int64_t j = first; j < len; ++j) {
           const float* v = a.v_pool + slot(j) * kv_row + (int64_t)kvh * p.head_dim;
           const double w = scores[(size_t)j] / sum;
           for (int d = 0; d < p.head_dim; ++d) acc[(size_t)d] += w * v[d];

@@ -37,9 +37,9 @@ void rope_kv_append(const RopeKvAppendArgs& a) {
   std::memcpy(q.data(), a.q, q.size() * 4);
   RopeParams rk = a.p.rope;
   rk.n_heads = a.p.kv.n_kv_heads;
-  rope({k.data(), a.positions, a.n_tokens, rk, a.table, a.table_rows});
+  rope({k.data(), a.positions, a.n_tokens, rk, a.table, a.table_rows, a.freq_factors});
   kv_append({k.data(), a.v, a.slot_mapping, a.n_tokens, a.k_pool, a.v_pool, a.num_slots, a.p.kv});
-  rope({q.data(), a.positions, a.n_tokens, a.p.rope, a.table, a.table_rows});
+  rope({q.data(), a.positions, a.n_tokens, a.p.rope, a.table, a.table_rows, a.freq_factors});
   std::memcpy(a.q_out, q.data(), q.size() * 4);
 }
 
@@ -63,6 +63,7 @@ void elementwise(const ElementwiseArgs& a) {
       case EwOp::mul: mul({reg(in.a), reg(in.b), out, n}); break;
       case EwOp::silu: silu({reg(in.a), out, n}); break;
       case EwOp::gelu: gelu({reg(in.a), out, n}); break;
+      case EwOp::gelu_f16: gelu_f16({reg(in.a), out, n}); break;
       case EwOp::bias_add: bias_add({reg(in.a), reg(in.b), out, a.rows, a.cols}); break;
     }
   }

@@ -29,6 +29,13 @@ void matmul_silu_mul(const MatmulSiluMulArgs& a);
 void matmul_qkv(const MatmulQkvArgs& a);
 void rope_kv_append(const RopeKvAppendArgs& a);
 void add_rms_norm(const AddRmsNormArgs& a);
+// Ops of the architectures beyond llama.
+void head_rms_norm(const HeadRmsNormArgs& a);  // rms_norm of each head, in f64
+void scale(const ScalarOpArgs& a);             // x * s in f32, as ggml_scale
+void softcap(const ScalarOpArgs& a);           // s * tanh(x / s), in f64
+// ggml's CPU GELU: x rounded to f16, ggml's f32 tanh GELU of it rounded to f16 (its table's entry).
+void gelu_f16(const UnaryArgs& a);
+void gelu_mul(const GeluMulArgs& a);           // gelu_f16(gate) * up
 void elementwise(const ElementwiseArgs& a);           // each instruction as its own op over whole tensors
 void matmul_epilogue(const MatmulEpilogueArgs& a);    // matmul, then elementwise over the product
 

@@ -16,4 +16,9 @@ void rms_norm(const RmsNormArgs& a) {
   }
 }
 
+// Each head's head_dim values as a row of their own.
+void head_rms_norm(const HeadRmsNormArgs& a) {
+  rms_norm({a.x, a.weight, a.out, a.rows * a.heads, a.head_dim, a.p});
+}
+
 }  // namespace tessera::kernels::reference

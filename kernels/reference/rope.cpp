@@ -18,7 +18,8 @@ void rope(const RopeArgs& a) {
           c = cs[0];
           s = cs[1];
         } else {
-          rope_cos_sin(a.positions[t], i, p.rot_dims, p.theta, c, s);
+          rope_cos_sin_scaled(a.positions[t], i, p.rot_dims, p.theta, p.freq_scale,
+                              a.freq_factors ? a.freq_factors[i] : 1.0f, c, s);
         }
         float* x0 = p.layout == RopeLayout::interleaved ? &x[2 * i] : &x[i];
         float* x1 = p.layout == RopeLayout::interleaved ? &x[2 * i + 1] : &x[i + half];

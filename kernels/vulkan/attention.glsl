@@ -2,7 +2,9 @@
 // the attention kernels. KV position j of sequence s lives at slot
 //   block_tables[s * max_blocks + j / block_size] * block_size + j % block_size
 // of pools [num_slots, n_kv_heads * head_dim]. Token t of sequence s attends
-// to positions [0, positions[t]] when causal, else [0, seq_lens[s]).
+// to positions [0, positions[t]] when causal, else [0, seq_lens[s]); with a
+// sliding window only to those j with positions[t] - j < window
+// (first_of), and with a soft-cap its scores become cap * tanh(s / cap).
 // The host checks the metadata before a step runs; the kernels still clamp
 // every index so that bad metadata cannot address outside a binding.
 // Bindings 4..7 are the metadata; each kernel declares its tensors at 1..3 and 8.
@@ -24,6 +26,8 @@ layout(push_constant) uniform Push {
   // they serve only the sequences with one query token (row = the row-th such
   // sequence) and attention_prefill serves the others.
   uint split_all_tokens;
+  uint window;    // 0: none (core/ops.h AttentionParams::window)
+  float softcap;  // 0: none
 } pc;
 
 const float NEG_BIG = -3.0e38;
@@ -65,6 +69,19 @@ bool split_row(uint row, out uint t, out uint s) {
 uint context_of(uint t, uint s) {
   const int len = pc.causal != 0u ? positions[(pc.off[3] >> 2) + t] + 1 : seq_lens[(pc.off[5] >> 2) + s];
   return uint(clamp(len, 0, int(pc.max_blocks * pc.block_size)));
+}
+
+// The first KV position token t attends to: the start of its window.
+uint first_of(uint t) {
+  if (pc.window == 0u) return 0u;
+  const int p = positions[(pc.off[3] >> 2) + t];
+  return uint(max(p - int(pc.window) + 1, 0));
+}
+
+// The score of a dot product: scaled, then soft-capped when asked, as ggml computes it.
+float score_of(float dot) {
+  const float s = dot * pc.scale;
+  return pc.softcap > 0.0 ? pc.softcap * tanh(clamp(s * (1.0 / pc.softcap), -15.0, 15.0)) : s;
 }
 
 // The pool slot of position j of sequence s, or -1 when its block is not in the pool.

@@ -27,7 +27,7 @@ shared float k_s[BK][HD_MAX + 1u];
 shared float v_s[BK][HD_MAX];
 shared float s_s[BQ][BK + 1u];
 shared float m_s[BQ], l_s[BQ], alpha_s[BQ];
-shared uint len_s[BQ];
+shared uint len_s[BQ], first_s[BQ];
 shared int slot_s[BK];
 
 void main() {
@@ -51,6 +51,7 @@ void main() {
   }
   if (lid < BQ) {
     len_s[lid] = lid < nq ? context_of(t0 + lid, s) : 0u;
+    first_s[lid] = lid < nq ? first_of(t0 + lid) : 0u;
     m_s[lid] = NEG_BIG;
     l_s[lid] = 0.0;
   }
@@ -73,10 +74,10 @@ void main() {
     for (uint i = lid; i < BQ * BK; i += WG) {
       const uint r = i / BK, jj = i % BK;
       float score = NEG_BIG;
-      if (kv0 + jj < len_s[r] && slot_s[jj] >= 0) {
+      if (kv0 + jj < len_s[r] && kv0 + jj >= first_s[r] && slot_s[jj] >= 0) {
         float dot = 0.0;
         for (uint d = 0u; d < hd; ++d) dot += q_s[r][d] * k_s[jj][d];
-        score = dot * pc.scale;
+        score = score_of(dot);
       }
       s_s[r][jj] = score;
     }

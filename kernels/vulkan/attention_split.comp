@@ -34,6 +34,7 @@ void main() {
   const uint j0 = part * SPLIT;
   if (j0 >= len) return;
   const uint j1 = min(j0 + SPLIT, len);
+  const uint first = first_of(t);  // positions before it are masked like a missing block
   const uint lid = gl_LocalInvocationIndex;
   const uint hd = min(pc.head_dim, HD_MAX);
   const uint kvh = h / (pc.n_heads / pc.n_kv_heads);
@@ -46,13 +47,13 @@ void main() {
 
   float m = NEG_BIG;
   for (uint j = j0 + lid; j < j1; j += WG) {
-    const int slot = slot_of(s, j);
+    const int slot = j >= first ? slot_of(s, j) : -1;
     float score = NEG_BIG;
     if (slot >= 0) {
       const uint kb = ko + uint(slot) * kv_row + kvh * pc.head_dim;
       float dot = 0.0;
       for (uint d = 0u; d < hd; ++d) dot += q_s[d] * k_pool[kb + d];
-      score = dot * pc.scale;
+      score = score_of(dot);
     }
     slot_s[j - j0] = slot;
     p_s[j - j0] = score;

@@ -1,6 +1,12 @@
 // variants: portable
-// add (OP 0): out = a + b; silu_mul (OP 1): out = silu(a) * b with llama2.c's
-// formula. Over rows * cols elements, grid-stride; out may alias a or b.
+// Over rows * cols elements, grid-stride; out may alias a or b.
+//   add (OP 0): out = a + b
+//   silu_mul (OP 1): out = silu(a) * b with llama2.c's formula
+//   gelu_mul (OP 2): out = gelu(a) * b as ggml's CPU computes it: a rounded
+//     to f16, its tanh GELU in f32 rounded to f16 (ggml's table entry);
+//     a <= -10 gives 0, a >= 10 gives a
+//   scale (OP 3): out = a * s (b unused)
+//   softcap (OP 4): out = s * tanh(a / s) (b unused)
 #version 450
 #include "common.glsl"
 
@@ -15,7 +21,18 @@ layout(push_constant) uniform Push {
   uint off[8];
   uint cols;
   uint rows_kind, rows_fixed;
+  float s;
 } pc;
+
+float f16_round(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }
+
+float gelu_f16(float x) {
+  if (x <= -10.0) return 0.0;
+  if (x >= 10.0) return x;
+  const float v = f16_round(x);
+  const float g = 0.5 * v * (1.0 + tanh(0.79788456080286535587989211986876 * v * (1.0 + 0.044715 * v * v)));
+  return f16_round(g);
+}
 
 void main() {
   const uint n = resolve_rows(pc.rows_kind, pc.rows_fixed) * pc.cols;
@@ -24,6 +41,9 @@ void main() {
   for (uint i = gl_GlobalInvocationID.x; i < n; i += stride) {
     const float g = a[ao + i];
     if (OP == 0u) y[yo + i] = g + b[bo + i];
-    else y[yo + i] = g * (1.0 / (1.0 + exp(-g))) * b[bo + i];
+    else if (OP == 1u) y[yo + i] = g * (1.0 / (1.0 + exp(-g))) * b[bo + i];
+    else if (OP == 2u) y[yo + i] = gelu_f16(g) * b[bo + i];
+    else if (OP == 3u) y[yo + i] = g * pc.s;
+    else y[yo + i] = pc.s * tanh(clamp(g * (1.0 / pc.s), -15.0, 15.0));
   }
 }

@@ -1,6 +1,7 @@
 // variants: portable subgroup
 // rms_norm: out = weight * (x / sqrt(mean(x^2) + eps)), one workgroup per row,
-// in llama2.c's order of operations. out may alias x.
+// in llama2.c's order of operations. out may alias x. head_rms_norm is the
+// same over `heads` rows of dim values per tensor row, one weight for all.
 #version 450
 #include "common.glsl"
 
@@ -16,13 +17,14 @@ layout(push_constant) uniform Push {
   uint dim;
   float eps;
   uint rows_kind, rows_fixed;
+  uint heads;  // rows of dim per tensor row: 1, or head_rms_norm's heads
 } pc;
 
 #include "reduce.glsl"
 
 void main() {
   const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-  if (row >= resolve_rows(pc.rows_kind, pc.rows_fixed)) return;
+  if (row >= resolve_rows(pc.rows_kind, pc.rows_fixed) * pc.heads) return;
   const uint lid = gl_LocalInvocationIndex;
   const uint xo = (pc.off[0] >> 2) + row * pc.dim, wo = pc.off[1] >> 2, yo = (pc.off[2] >> 2) + row * pc.dim;
   float ss = 0.0;

@@ -93,7 +93,7 @@ TEST_CASE("a GGUF whose tensor data runs past the end of the file names the tens
   check_one_line_error(run_tessera({"run", "-m", write_bytes("cut.gguf", cut), "--prompt-ids", "1"}), {"cut.gguf", "tensor"});
 }
 
-TEST_CASE("an unknown GGUF architecture is refused naming general.architecture") {
+TEST_CASE("an unknown GGUF architecture is refused naming general.architecture and the supported ones") {
   const std::string gguf = temp_dir() + "/good3.gguf";
   REQUIRE(run_tessera({"convert", stories(), "-o", gguf}).exit_code == 0);
   std::string bytes = read_file(gguf);
@@ -105,7 +105,7 @@ TEST_CASE("an unknown GGUF architecture is refused naming general.architecture")
   REQUIRE(value != std::string::npos);
   bytes.replace(value, 5, "mamba");
   check_one_line_error(run_tessera({"run", "-m", write_bytes("arch.gguf", bytes), "--prompt-ids", "1"}),
-                       {"arch.gguf", "general.architecture", "mamba"});
+                       {"arch.gguf", "general.architecture", "mamba", "supported: llama, qwen2, qwen3, gemma2, phi3"});
 }
 
 TEST_CASE("token ids outside the vocabulary are refused naming the id") {

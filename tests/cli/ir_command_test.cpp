@@ -57,3 +57,22 @@ TEST_CASE("tessera ir --memory-plan prints the arena plan at the lower bound, an
   const auto back = run_tessera({"ir", "--parse", path});
   CHECK_MESSAGE(back.exit_code == 0, back.err);
 }
+
+TEST_CASE("tessera ir prints every zoo architecture's graph, unfused and fused, and --parse reads each back") {
+  for (const std::string arch : {"llama", "qwen2", "qwen3", "gemma2", "phi3"}) {
+    for (const std::string passes : {"none", "default"}) {
+      CAPTURE(arch);
+      CAPTURE(passes);
+      const auto r = run_tessera({"ir", "-m", shared_path("models/zoo/" + arch + "-f32.gguf"), "--passes", passes, "--ctx", "64"});
+      REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+      CHECK(r.out.find("graph @" + arch + " {") != std::string::npos);
+      const std::string path = "ir_command_zoo_" + arch + "_" + passes + ".ir";
+      {
+        std::ofstream f(path, std::ios::binary);
+        f << r.out;
+      }
+      const auto back = run_tessera({"ir", "--parse", path});
+      CHECK_MESSAGE(back.exit_code == 0, back.err);
+    }
+  }
+}

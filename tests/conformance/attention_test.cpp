@@ -240,10 +240,9 @@ std::vector<float> attend(const Scenario& sc, ParallelFor& pf) {
 // into fixed 128-position pieces and merges them in order on every path, so
 // whether a decode is split over the threads or runs as one unit, and
 // whether a token is a decode or a row of a chunk, changes nothing.
-TEST_CASE("a token's attention bits do not depend on the threads, the call's other sequences, or its being a decode or a chunk row") {
-  Rng rng(209);
+void check_batch_invariance(const AttentionParams& params, Rng& rng) {
   // Sequence 0 has 300 positions; its last 45 queries cross the 256-position piece boundary.
-  const Scenario base(gqa(32, 16), {{300, 45}, {700, 1}, {60, 9}, {1000, 1}, {130, 1}}, rng);
+  const Scenario base(params, {{300, 45}, {700, 1}, {60, 9}, {1000, 1}, {130, 1}}, rng);
   const int32_t watched = 45;
   const int64_t width = (int64_t)base.p.n_heads * base.p.head_dim;
   Rng order_rng(210);
@@ -277,6 +276,76 @@ TEST_CASE("a token's attention bits do not depend on the threads, the call's oth
         }
       }
     });
+  }
+}
+
+TEST_CASE("a token's attention bits do not depend on the threads, the call's other sequences, or its being a decode or a chunk row") {
+  Rng rng(209);
+  check_batch_invariance(gqa(32, 16), rng);
+}
+
+TEST_CASE("with a sliding window and soft-capped scores too, a token's attention bits depend on nothing but the token") {
+  Rng rng(211);
+  AttentionParams p = gqa(32, 16);
+  p.window = 150;  // the watched queries' windows start inside the first piece and cross into the second
+  p.softcap = 5.0f;
+  check_batch_invariance(p, rng);
+  p.window = 7;  // inside one block
+  check_batch_invariance(p, rng);
+}
+
+AttentionParams windowed(int head_dim, int block_size, int32_t window, float softcap = 0.0f) {
+  AttentionParams p = gqa(head_dim, block_size);
+  p.window = window;
+  p.softcap = softcap;
+  return p;
+}
+
+TEST_CASE("paged attention with a sliding window matches the reference: prefill, chunks, split decodes, windows of 1 to beyond the context") {
+  Rng rng(212);
+  for (int32_t window : {1, 5, 16, 17, 64, 129, 300, 5000}) {
+    CAPTURE(window);
+    check(Scenario(windowed(16, 16, window), {{37, 37}, {5, 5}, {50, 50}}, rng));
+    check(Scenario(windowed(32, 16, window), {{40, 7}, {70, 16}, {3, 2}}, rng));
+    check(Scenario(windowed(63, 8, window), {{700, 1}, {40, 3}, {451, 1}, {90, 17}, {19, 1}, {120, 33}}, rng));
+  }
+  // One long decode alone splits into many pieces, most of them before its window.
+  AttentionParams p = windowed(64, 16, 200);
+  p.n_heads = 4;
+  p.n_kv_heads = 1;
+  REQUIRE(cpu::attention_decode_pieces(p, 1, 1001, pool().num_threads()) > 1);
+  check(Scenario(p, {{1001, 1}}, rng));
+}
+
+TEST_CASE("a window of w keys sees exactly the last w positions") {
+  // One head, head_dim 1, q = 1: each score is the key itself. V = position,
+  // K = 0 everywhere: a uniform softmax, so the output is the mean of the
+  // window's positions.
+  Rng rng(213);
+  AttentionParams p{1, 1, 1, 4, 1.0f, true, 3, 0.0f};
+  Scenario sc(p, {{10, 10}}, rng);
+  std::fill(sc.q.begin(), sc.q.end(), 1.0f);
+  std::fill(sc.k_pool.begin(), sc.k_pool.end(), 0.0f);
+  for (int32_t j = 0; j < 10; ++j) sc.v_pool[(size_t)(sc.block_tables[(size_t)(j / 4)] * 4 + j % 4)] = (float)j;
+  std::vector<float> want(10), got(10);
+  ref::paged_attention(sc.args(want.data(), nullptr));
+  AlignedBuffer ws(cpu::attention_workspace_bytes(p, {10, 1, max_context(sc), pool().num_threads()}));
+  cpu::paged_attention(sc.args(got.data(), ws.data()), pool());
+  for (int t = 0; t < 10; ++t) {
+    const double first = std::max(0, t - 2), mean = (first + t) / 2.0;
+    CHECK(want[(size_t)t] == doctest::Approx(mean));
+    CHECK(got[(size_t)t] == doctest::Approx(mean));
+  }
+}
+
+TEST_CASE("paged attention with soft-capped scores matches the reference, with and without an explicit scale and a window") {
+  Rng rng(214);
+  for (float cap : {0.5f, 5.0f, 50.0f}) {
+    CAPTURE(cap);
+    check(Scenario(windowed(16, 16, 0, cap), {{25, 25}, {40, 1}, {300, 1}}, rng));
+    AttentionParams p = windowed(32, 8, 33, cap);
+    p.scale = 0.7f;  // large scores, so the cap bites
+    check(Scenario(p, {{90, 17}, {451, 1}, {33, 33}}, rng));
   }
 }
 

@@ -32,7 +32,8 @@ ElementwiseProgram random_program(Rng& rng, int n_inputs, int row_reg) {
   };
   for (int i = 0; i < p.n_instrs; ++i) {
     EwInstr& in = p.instrs[i];
-    in.op = (EwOp)rng.integer(0, row_reg >= 0 ? 4 : 3);
+    const int pick = rng.integer(0, row_reg >= 0 ? 5 : 4);  // add, mul, silu, gelu, gelu_f16[, bias_add]
+    in.op = pick == 4 ? EwOp::gelu_f16 : pick == 5 ? EwOp::bias_add : (EwOp)pick;
     in.a = full_reg(i);
     in.b = in.op == EwOp::bias_add ? (uint8_t)row_reg : is_unary(in.op) ? (uint8_t)0 : full_reg(i);
   }
@@ -60,6 +61,11 @@ std::vector<float> unfused_cpu(const ElementwiseProgram& p, const std::vector<co
       case EwOp::silu: cpu::silu({reg(in.a), out, n}, pool()); break;
       case EwOp::gelu: cpu::gelu({reg(in.a), out, n}, pool()); break;
       case EwOp::bias_add: cpu::bias_add({reg(in.a), reg(in.b), out, rows, cols}, pool()); break;
+      case EwOp::gelu_f16: {  // gelu_mul's GELU alone: times ones, exactly
+        const std::vector<float> ones((size_t)n, 1.0f);
+        cpu::gelu_mul({reg(in.a), ones.data(), out, n}, pool());
+        break;
+      }
     }
   }
   return t.back();

@@ -42,7 +42,8 @@ void on_every_device(const OpCase& c, OpKind op, DType wdt, Check check) {
   REQUIRE(!devices.empty());
   for (auto& d : devices) {
     CAPTURE(d.label);
-    const std::string why = unsupported_reason(*d.device, op, wdt);
+    const std::string why = unsupported_reason(*d.device, c, wdt);
+    CHECK(c.op == op);
     if (!why.empty()) {
       MESSAGE(d.label << " does not run " << name(op) << " with " << name(wdt) << ": " << why);
       continue;
@@ -321,4 +322,74 @@ TEST_CASE("gather_rows picks the asked rows on every device") {
   std::vector<float> expect;
   for (int32_t r : c.logit_rows) expect.insert(expect.end(), x.begin() + r * width, x.begin() + (r + 1) * width);
   on_every_device(c, OpKind::gather_rows, DType::f32, [&](const auto& out) { CHECK(from_bytes<float>(out[0]) == expect); });
+}
+
+TEST_CASE("rope with freq_scale and llama3 frequency factors on every device (or the device says why not)") {
+  Rng rng(109);
+  for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half_split}) {
+    const int32_t heads = 3, hd = 16, rot = 12, n = 5;
+    RopeParams p{heads, hd, rot, 500000.0f, layout};
+    p.freq_scale = 0.125f;
+    const auto x = rng.floats((size_t)(n * heads * hd));
+    const auto factors = rng.floats((size_t)rot / 2, 1.0f, 8.0f);
+    for (bool with_factors : {false, true}) {
+      CAPTURE(with_factors);
+      OpCase c{OpKind::rope, p, {weight_f32(Shape{n, heads * hd}, x), step(StepField::positions)}};
+      if (with_factors) c.inputs.push_back(weight_f32(Shape{rot / 2}, factors));
+      plain_step(c, n);
+      for (auto& pos : c.positions) pos = rng.integer(0, 5000);
+      std::vector<float> expect = x;
+      ref::rope({expect.data(), c.positions.data(), n, p, nullptr, 0, with_factors ? factors.data() : nullptr});
+      on_every_device(c, OpKind::rope, DType::f32, [&](const auto& out) { CHECK(max_abs_diff(from_bytes<float>(out[0]), expect) <= 1e-5); });
+    }
+  }
+}
+
+TEST_CASE("paged attention with a sliding window and soft-capped scores on every device (or the device says why not)") {
+  Rng rng(110);
+  AttentionParams p{8, 2, 32, 16, 0.0f, true};
+  p.window = 40;
+  check_attention({"window 40: decodes and chunks crossing blocks", {{700, 1}, {40, 3}, {90, 17}, {19, 1}}, p, 48, 2, 1}, rng);
+  p.softcap = 3.0f;
+  p.scale = 0.5f;
+  check_attention({"window 40 and soft-cap 3", {{300, 1}, {64, 33}}, p, 20}, rng);
+  p.window = 0;
+  check_attention({"soft-cap 3 alone", {{300, 1}, {64, 33}}, p, 20}, rng);
+}
+
+TEST_CASE("head_rms_norm, scale, softcap and gelu_mul on every device (or the device says why not)") {
+  Rng rng(111);
+  const int64_t rows = 3, heads = 5, hd = 24;
+  const auto x = rng.floats((size_t)(rows * heads * hd), -40, 40), w = rng.floats((size_t)hd);
+  {
+    std::vector<float> expect(x.size());
+    ref::head_rms_norm({x.data(), w.data(), expect.data(), rows, heads, hd, RmsNormParams{1e-6f}});
+    OpCase c{OpKind::head_rms_norm, RmsNormParams{1e-6f}, {weight_f32(Shape{rows, heads * hd}, x), weight_f32(Shape{hd}, w)}};
+    plain_step(c, 1);
+    on_every_device(c, OpKind::head_rms_norm, DType::f32, [&](const auto& out) { CHECK(rel_error(from_bytes<float>(out[0]), expect) <= 1e-6); });
+  }
+  for (OpKind op : {OpKind::scale, OpKind::softcap}) {
+    CAPTURE(name(op));
+    std::vector<float> expect(x.size());
+    const float s = 11.3137f;
+    OpParams params = ScaleParams{s};
+    if (op == OpKind::scale) {
+      ref::scale({x.data(), expect.data(), (int64_t)x.size(), s});
+    } else {
+      ref::softcap({x.data(), expect.data(), (int64_t)x.size(), s});
+      params = SoftcapParams{s};
+    }
+    OpCase c{op, params, {weight_f32(Shape{rows, heads * hd}, x)}};
+    plain_step(c, 1);
+    on_every_device(c, op, DType::f32, [&](const auto& out) { CHECK(max_abs_diff(from_bytes<float>(out[0]), expect) <= 4e-7 * s * 40); });
+  }
+  {
+    const auto gate = rng.floats(x.size(), -12, 12), up = rng.floats(x.size(), -2, 2);
+    std::vector<float> expect(x.size());
+    ref::gelu_mul({gate.data(), up.data(), expect.data(), (int64_t)x.size()});
+    OpCase c{OpKind::gelu_mul, NoParams{}, {weight_f32(Shape{rows, heads * hd}, gate), weight_f32(Shape{rows, heads * hd}, up)}};
+    plain_step(c, 1);
+    // One f16 step of the GELU (|gelu| < 12) times |up| <= 2 at most.
+    on_every_device(c, OpKind::gelu_mul, DType::f32, [&](const auto& out) { CHECK(max_abs_diff(from_bytes<float>(out[0]), expect) <= 12.0 / 1024 * 2); });
+  }
 }

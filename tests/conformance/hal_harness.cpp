@@ -55,6 +55,16 @@ std::string unsupported_reason(Device& device, OpKind op, DType weight_dtype) {
   return k.supported ? std::string() : k.reason.empty() ? "unsupported" : k.reason;
 }
 
+std::string unsupported_reason(Device& device, const OpCase& c, DType weight_dtype) {
+  OpQuery q{c.op, DType::f32, weight_dtype};
+  q.params = c.params;
+  // rope's third input (rope_kv_append's eighth) as a weight of one dimension: frequency factors.
+  const size_t extra = c.op == OpKind::rope ? 2 : c.op == OpKind::rope_kv_append ? 7 : c.inputs.size();
+  q.rope_freq_factors = extra < c.inputs.size() && c.inputs[extra].kind == OpInput::weight && c.inputs[extra].desc.shape.rank == 1;
+  const KernelChoice k = device.kernels().query(q);
+  return k.supported ? std::string() : k.reason.empty() ? "unsupported" : k.reason;
+}
+
 std::vector<graph::ValueId> add_inputs(graph::GraphBuilder& b, const OpCase& c) {
   std::vector<graph::ValueId> ins;
   for (size_t i = 0; i < c.inputs.size(); ++i) {

@@ -67,6 +67,9 @@ std::vector<DeviceUnderTest>& devices_under_test();
 
 // Null when supported; else why not (from the device's kernel table).
 std::string unsupported_reason(Device& device, OpKind op, DType weight_dtype);
+// The same for the case's own node: its params (an attention window, a
+// RoPE freq_scale) and extra inputs (frequency factors) are asked about too.
+std::string unsupported_reason(Device& device, const OpCase& c, DType weight_dtype);
 
 template <class T>
 std::vector<std::byte> as_bytes(const std::vector<T>& v) {

@@ -1,6 +1,6 @@
 // The zoo's quantized llamas against llama.cpp's logits on the CPU
-// (tests/support/zoo_reference.h; Vulkan: tests/vulkan/zoo_quant_vulkan_test.cpp).
-#include "support/zoo_reference.h"
+// (tests/support/zoo_quant_reference.h; Vulkan: tests/vulkan/zoo_quant_vulkan_test.cpp).
+#include "support/zoo_quant_reference.h"
 
 using namespace tessera::testing;
 

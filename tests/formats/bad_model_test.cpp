@@ -8,7 +8,7 @@
 #include "engine/formats/convert.h"
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_writer.h"
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/models/llama2c_loader.h"
 #include "engine/models/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -34,7 +34,7 @@ Status load_edited(const TempDir& dir, const std::string& name, const std::funct
   edit(w);
   *path = dir.file(name);
   REQUIRE(w.write(*path).is_ok());
-  return load_gguf_llama(*path).status();
+  return load_gguf_model(*path).status();
 }
 
 // A copy of stories260K.bin with header field `index` (0 dim .. 6 seq_len) set to `value`.
@@ -53,11 +53,11 @@ TEST_CASE("the unedited base file loads, so each edit below is what is refused")
   CHECK(load_edited(dir, "same.gguf", [](GgufWriter&) {}, &path).is_ok());
 }
 
-TEST_CASE("general.architecture = gpt-neox is refused") {
+TEST_CASE("general.architecture = gpt-neox is refused in one line listing the supported architectures") {
   TempDir dir;
   std::string path;
   const Status s = load_edited(dir, "neox.gguf", [](GgufWriter& w) { w.set_string("general.architecture", "gpt-neox"); }, &path);
-  check_message(s, {path + ": key 'general.architecture' is 'gpt-neox'; expected 'llama'"});
+  check_message(s, {path + ": key 'general.architecture' is 'gpt-neox'; supported: llama, qwen2, qwen3, gemma2, phi3"});
 }
 
 TEST_CASE("llama.block_count stored as a string is refused as a key of the wrong type") {

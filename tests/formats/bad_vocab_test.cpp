@@ -9,7 +9,7 @@
 #include "engine/formats/convert.h"
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_writer.h"
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/models/llama2c_loader.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "format_test_util.h"
@@ -34,7 +34,7 @@ Status open_edited(const TempDir& dir, const std::function<void(GgufWriter&)>& e
   static int n = 0;
   *path = dir.file("edited" + std::to_string(n++) + ".gguf");
   REQUIRE(w.write(*path).is_ok());
-  TS_ASSIGN_OR_RETURN(ModelWeights m, load_gguf_llama(*path));
+  TS_ASSIGN_OR_RETURN(ModelWeights m, load_gguf_model(*path));
   if (!m.tokenizer) return Status::ok();
   return Tokenizer::from_data(*m.tokenizer, *path).status();
 }
@@ -110,7 +110,7 @@ TEST_CASE("llama.cpp's tokenizer defaults when keys are absent: SPM adds BOS and
   std::string p;
   auto load = [&](const std::function<void(GgufWriter&)>& edit) {
     REQUIRE(open_edited(dir, edit, &p).is_ok());
-    auto m = load_gguf_llama(p);
+    auto m = load_gguf_model(p);
     REQUIRE(m.has_value());
     return *m->tokenizer;
   };

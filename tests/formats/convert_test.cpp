@@ -1,4 +1,4 @@
-// write_model_gguf: what load_gguf_llama reads back is the model it was given
+// write_model_gguf: what load_gguf_model reads back is the model it was given
 // (exactly in f32, within the quantizer's bound in q8_0/q4_0).
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include "core/half.h"
 #include "core/quant.h"
 #include "engine/formats/convert.h"
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/models/llama2c_loader.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "format_test_util.h"
@@ -75,7 +75,7 @@ void check_quantized(DType type, double rel_bound) {
     CHECK(notes[(size_t)i].find("172") != std::string::npos);
     CHECK(notes[(size_t)i].find("f16") != std::string::npos);
   }
-  auto back = load_gguf_llama(out);
+  auto back = load_gguf_model(out);
   REQUIRE_MESSAGE(back.has_value(), back.status().message());
   check_same_config(src->config, back->config);
   REQUIRE(back->tensors.size() == src->tensors.size());
@@ -108,7 +108,7 @@ TEST_CASE("stories260K converted to f32 GGUF loads back with the same config and
   const std::string out = dir.file("stories.f32.gguf");
   REQUIRE(write_model_gguf(*src, nullptr, DType::f32, out, &notes).is_ok());
   CHECK(notes.empty());
-  auto back = load_gguf_llama(out);
+  auto back = load_gguf_model(out);
   REQUIRE_MESSAGE(back.has_value(), back.status().message());
   CHECK(back->format == "gguf");
   check_same_config(src->config, back->config);
@@ -146,7 +146,7 @@ TEST_CASE("aidreams260K with its tokenizer converts to f16 GGUF and the vocabula
   REQUIRE_MESSAGE(tok.has_value(), tok.status().message());
   const std::string out = dir.file("aidreams.f16.gguf");
   REQUIRE(write_model_gguf(*src, &tok->data(), DType::f16, out, nullptr).is_ok());
-  auto back = load_gguf_llama(out);
+  auto back = load_gguf_model(out);
   REQUIRE_MESSAGE(back.has_value(), back.status().message());
   check_same_config(src->config, back->config);
   REQUIRE(back->tokenizer.has_value());
@@ -196,7 +196,7 @@ TEST_CASE("a half-split RoPE model is written with Q/K rows in GGUF's interleave
   std::vector<std::string> notes;
   REQUIRE(write_model_gguf(m, nullptr, DType::f32, dir.file("hs.gguf"), &notes).is_ok());
   CHECK(notes.size() == 2);
-  auto back = load_gguf_llama(dir.file("hs.gguf"));
+  auto back = load_gguf_model(dir.file("hs.gguf"));
   REQUIRE_MESSAGE(back.has_value(), back.status().message());
   CHECK(back->config.rope_layout == RopeLayout::interleaved);
   const int old_row[8] = {0, 2, 1, 3, 4, 6, 5, 7};

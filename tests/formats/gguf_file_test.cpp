@@ -6,7 +6,7 @@
 
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_writer.h"
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/models/load_model.h"
 #include "format_test_util.h"
 #include "support/random.h"

@@ -13,7 +13,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/tokenizer/byte_bpe.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -173,7 +173,7 @@ void check_streaming(const Tokenizer& tok, uint64_t salt, int trials) {
 }
 
 Tokenizer llama2_spm() {
-  auto m = load_gguf_llama(shared_path("models/llama-2-tiny-random.gguf"));
+  auto m = load_gguf_model(shared_path("models/llama-2-tiny-random.gguf"));
   REQUIRE_MESSAGE(m.has_value(), m.status().message());
   REQUIRE(m->tokenizer.has_value());
   auto tok = Tokenizer::from_data(*m->tokenizer, m->source);

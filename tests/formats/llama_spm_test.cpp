@@ -5,7 +5,7 @@
 // detokenize back to the input.
 #include <doctest/doctest.h>
 
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "format_test_util.h"
 #include "vocab_test_cases.h"
@@ -21,7 +21,7 @@ const std::vector<VocabCase>& spm_cases() {
 }
 
 Tokenizer gguf_tokenizer() {
-  auto m = load_gguf_llama(shared_path("models/llama-2-tiny-random.gguf"));
+  auto m = load_gguf_model(shared_path("models/llama-2-tiny-random.gguf"));
   REQUIRE_MESSAGE(m.has_value(), m.status().message());
   REQUIRE(m->tokenizer.has_value());
   auto tok = Tokenizer::from_data(*m->tokenizer, m->source);

@@ -11,7 +11,7 @@
 #include "engine/formats/convert.h"
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_writer.h"
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/models/llama2c_loader.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "format_test_util.h"

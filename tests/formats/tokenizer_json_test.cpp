@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/formats/convert.h"
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/models/llama2c_loader.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/tokenizer_json.h"
@@ -45,7 +45,7 @@ size_t cp_offset(const std::string& s, size_t k) {
 // SentencePieceExtractor (every split of a normal piece into two pieces,
 // ordered by the piece's score, then by the halves' ids), Prepend/Replace ▁.
 json llama2_tokenizer_json() {
-  auto m = load_gguf_llama(shared_path("models/llama-2-tiny-random.gguf"));
+  auto m = load_gguf_model(shared_path("models/llama-2-tiny-random.gguf"));
   REQUIRE_MESSAGE(m.has_value(), m.status().message());
   const TokenizerData& d = *m->tokenizer;
   std::unordered_map<std::string, int32_t> ids;
@@ -142,7 +142,7 @@ TEST_CASE("the Llama 2 vocabulary as Hugging Face lays out tokenizer.json gives 
   }
   // Beyond llama.cpp's cases: the scores rebuilt from the merge order give
   // the GGUF's own tokenization on generated text too.
-  auto m = load_gguf_llama(shared_path("models/llama-2-tiny-random.gguf"));
+  auto m = load_gguf_model(shared_path("models/llama-2-tiny-random.gguf"));
   REQUIRE(m.has_value());
   auto gguf = Tokenizer::from_data(*m->tokenizer, m->source);
   REQUIRE(gguf.has_value());
@@ -185,7 +185,7 @@ TEST_CASE("a byte-level tokenizer.json: merges by rank, the gpt-2 pre-tokenizer,
   TokenizerData data = tok->data();
   // stories260K's 512-row embedding fits this 264-token vocabulary.
   REQUIRE(write_model_gguf(*src, &data, DType::f32, dir.file("m.gguf"), nullptr).is_ok());
-  auto m = load_gguf_llama(dir.file("m.gguf"));
+  auto m = load_gguf_model(dir.file("m.gguf"));
   REQUIRE_MESSAGE(m.has_value(), m.status().message());
   REQUIRE(m->tokenizer.has_value());
   CHECK(m->tokenizer->model == "gpt2");

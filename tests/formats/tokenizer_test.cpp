@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "engine/formats/convert.h"
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/models/llama2c_loader.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "format_test_util.h"
@@ -77,7 +77,7 @@ TEST_CASE("llama2.c's Llama 2 tokenizer.bin encodes and decodes the llama-2-tiny
 }
 
 TEST_CASE("the vocabulary inside llama-2-tiny-random.gguf tokenizes like llama2.c's tokenizer.bin") {
-  auto m = load_gguf_llama(shared_path("models/llama-2-tiny-random.gguf"));
+  auto m = load_gguf_model(shared_path("models/llama-2-tiny-random.gguf"));
   REQUIRE_MESSAGE(m.has_value(), m.status().message());
   REQUIRE(m->tokenizer.has_value());
   auto tok = Tokenizer::from_data(*m->tokenizer, m->source);
@@ -93,7 +93,7 @@ TEST_CASE("aidreams260K's vocabulary survives a GGUF round trip and still tokeni
   auto tok = Tokenizer::load_llama2c(shared_path("models/aidreams260K.tok512.bin"), 512);
   REQUIRE_MESSAGE(tok.has_value(), tok.status().message());
   REQUIRE(write_model_gguf(*src, &tok->data(), DType::f32, dir.file("a.gguf"), nullptr).is_ok());
-  auto m = load_gguf_llama(dir.file("a.gguf"));
+  auto m = load_gguf_model(dir.file("a.gguf"));
   REQUIRE_MESSAGE(m.has_value(), m.status().message());
   auto tok2 = Tokenizer::from_data(*m->tokenizer, m->source);
   REQUIRE_MESSAGE(tok2.has_value(), tok2.status().message());

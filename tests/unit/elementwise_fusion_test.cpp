@@ -9,7 +9,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/bench/synthetic_model.h"
-#include "engine/runtime/llama_graph.h"
+#include "engine/runtime/model_graph.h"
 #include "graph/parser.h"
 #include "graph/pass_manager.h"
 #include "graph/printer.h"
@@ -261,7 +261,7 @@ TEST_CASE("on a llama graph neither new pass changes anything") {
     spec.weight_type = t;
     auto w = make_synthetic_llama(spec, pool);
     REQUIRE_MESSAGE(w.has_value(), w.status().message());
-    auto g = build_llama_graph(*w, KvLayout{4, 16});
+    auto g = build_model_graph(*w, KvLayout{4, 16});
     REQUIRE_MESSAGE(g.has_value(), g.status().message());
     Graph with = *g, without = *g;
     REQUIRE(run_passes(with, "default", PassContext{}).is_ok());
@@ -310,7 +310,7 @@ TEST_CASE("bad programs are refused with one line naming the node and what was e
   };
   CHECK(err("%4 = elementwise(%3) {mul(a0, a1)} : f32[T, 8]").find("expected a register a0..a0, got 'a1'") != std::string::npos);
   CHECK(err("%4 = elementwise(%3) {silu(t0)} : f32[T, 8]").find("got 't0'") != std::string::npos);
-  CHECK(err("%4 = elementwise(%3) {relu(a0)} : f32[T, 8]").find("an instruction (add, mul, silu, gelu, bias_add), got 'relu'") != std::string::npos);
+  CHECK(err("%4 = elementwise(%3) {relu(a0)} : f32[T, 8]").find("an instruction (add, mul, silu, gelu, bias_add, gelu_f16), got 'relu'") != std::string::npos);
   CHECK(err("%4 = elementwise(%3) {} : f32[T, 8]").find("at least one instruction") != std::string::npos);
   CHECK(err("%4 = elementwise(%3, %2) {silu(a0); bias_add(t0, t0)} : f32[T, 8]").find("the bias must be an input register") != std::string::npos);
   CHECK(err("%4 = elementwise(%3, %2) {add(a0, a1)} : f32[T, 8]").find("a1 f32[8] is not") != std::string::npos);

@@ -5,7 +5,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/bench/synthetic_model.h"
-#include "engine/runtime/llama_graph.h"
+#include "engine/runtime/model_graph.h"
 #include "graph/constants.h"
 #include "graph/parser.h"
 #include "graph/pass_manager.h"
@@ -201,10 +201,10 @@ TEST_CASE("a rope's table must be a rope_table constant made for its rot_dims an
   // A weight in the table's place.
   const std::string weight_table = replaced(kPrologue_folded, "%18 = constant \"rope_table.0\" : f32[64, 4, 2] {recipe=rope_table, rot_dims=8, theta=10000, positions=64}",
                                             "%18 = weight \"cos_sin\" : f32[64, 4, 2]");
-  CHECK(verify_error(weight_table).find("rope: the table input must be a rope_table constant, got a weight") != std::string::npos);
+  CHECK(verify_error(weight_table).find("rope: the extra input must be a rope_table constant or frequency factors f32[4] (rot_dims / 2), got a weight f32[64, 4, 2]") != std::string::npos);
   // Four inputs are not a rope.
   const std::string four = replaced(kPrologue_folded, "rope(%10, %1, %18)", "rope(%10, %1, %18, %18)");
-  CHECK(verify_error(four).find("rope: expects 2 inputs (x, positions) or 3 (x, positions, table), got 4") != std::string::npos);
+  CHECK(verify_error(four).find("rope: expects 2 inputs (x, positions) or 3 (x, positions, and a table or frequency factors), got 4") != std::string::npos);
 }
 
 TEST_CASE("parse errors name a constant's missing or unknown recipe") {
@@ -248,7 +248,7 @@ TEST_CASE("a llama graph after the default passes with max positions: one table 
   spec.config.rope_dims = 16;
   auto w = make_synthetic_llama(spec, pool);
   REQUIRE_MESSAGE(w.has_value(), w.status().message());
-  auto g = build_llama_graph(*w, KvLayout{4, 16});
+  auto g = build_model_graph(*w, KvLayout{4, 16});
   REQUIRE_MESSAGE(g.has_value(), g.status().message());
   REQUIRE(run_passes(*g, "default", with_positions(64)).is_ok());
   int constants = 0, with_table = 0;

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/bench/synthetic_model.h"
-#include "engine/runtime/llama_graph.h"
+#include "engine/runtime/model_graph.h"
 #include "graph/builder.h"
 #include "graph/lower.h"
 #include "graph/memory_plan.h"
@@ -96,7 +96,7 @@ TEST_CASE("the memory plan of a llama graph keeps live values apart and stays ne
   spec.weight_type = DType::q8_0;
   auto w = make_synthetic_llama(spec, pool);
   REQUIRE_MESSAGE(w.has_value(), w.status().message());
-  auto g = build_llama_graph(*w, KvLayout{8, 16});
+  auto g = build_model_graph(*w, KvLayout{8, 16});
   REQUIRE_MESSAGE(g.has_value(), g.status().message());
   std::vector<uint64_t> bytes(g->values.size());
   for (size_t i = 0; i < g->values.size(); ++i) {

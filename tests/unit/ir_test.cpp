@@ -5,7 +5,8 @@
 
 #include "core/thread_pool.h"
 #include "engine/bench/synthetic_model.h"
-#include "engine/runtime/llama_graph.h"
+#include "engine/models/load_model.h"
+#include "engine/runtime/model_graph.h"
 #include "graph/builder.h"
 #include "graph/memory_plan.h"
 #include "graph/parser.h"
@@ -33,7 +34,7 @@ Graph tiny_llama(DType weights, int32_t n_heads, int32_t n_kv_heads) {
   spec.weight_type = weights;
   auto w = make_synthetic_llama(spec, pool);
   REQUIRE_MESSAGE(w.has_value(), w.status().message());
-  auto g = build_llama_graph(*w, KvLayout{4, 16});
+  auto g = build_model_graph(*w, KvLayout{4, 16});
   REQUIRE_MESSAGE(g.has_value(), g.status().message());
   return std::move(*g);
 }
@@ -85,6 +86,98 @@ TEST_CASE("print(parse(print(g))) == print(g) for llama graphs, unfused and afte
         const Status v = verify(g);
         REQUIRE_MESSAGE(v.is_ok(), v.message());
         check_round_trip(g);
+      }
+    }
+  }
+}
+
+namespace {
+
+std::string zoo_path(const std::string& name) { return std::string(TESSERA_SHARED_DIR) + "/models/zoo/" + name + ".gguf"; }
+
+ModelWeights zoo_weights(const std::string& name) {
+  auto w = load_model(zoo_path(name));
+  REQUIRE_MESSAGE(w.has_value(), w.status().message());
+  return std::move(*w);
+}
+
+// The llama zoo file as a llama 3.x with Mistral's window would be: llama3
+// frequency factors (rope_freqs.weight), linear position scaling, a sliding window.
+ModelWeights llama3_variant() {
+  static const std::vector<float> factors = {1, 1, 1, 1, 1.5f, 2, 4, 6, 8, 8, 8, 8, 8, 8, 8, 8};
+  ModelWeights w = zoo_weights("llama-f32");
+  REQUIRE(w.config.rope_dims / 2 == (int32_t)factors.size());
+  w.config.rope_freq_factors = true;
+  w.config.rope_freq_scale = 0.5f;
+  w.config.sliding_window = 16;
+  w.tensors.push_back({"rope_freqs.weight", TensorDesc::contiguous(DType::f32, Shape{(int64_t)factors.size()}),
+                       std::as_bytes(std::span<const float>(factors))});
+  return w;
+}
+
+size_t count_op(const Graph& g, OpKind op) {
+  size_t n = 0;
+  for (const Node& node : g.nodes) n += node.op == op;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("print(parse(print(g))) == print(g) for every architecture's graph, unfused and after every pass") {
+  struct Arch {
+    std::string name;
+    ModelWeights weights;
+  };
+  std::vector<Arch> archs;
+  for (const char* n : {"llama-f32", "qwen2-f32", "qwen3-f32", "gemma2-f32", "phi3-f32"}) archs.push_back({n, zoo_weights(n)});
+  archs.push_back({"llama3 variant", llama3_variant()});
+  for (const Arch& a : archs) {
+    CAPTURE(a.name);
+    auto built = build_model_graph(a.weights, KvLayout{4, 16});
+    REQUIRE_MESSAGE(built.has_value(), built.status().message());
+    const Graph unfused = *built;
+    CHECK(verify(unfused).is_ok());
+    check_round_trip(unfused);
+    // What each architecture adds to llama's ops, in the graph and its text.
+    const std::string text = print(unfused);
+    if (a.name == "qwen2-f32") CHECK(count_op(unfused, OpKind::bias_add) == 3 * 2);
+    if (a.name == "qwen3-f32") CHECK(count_op(unfused, OpKind::head_rms_norm) == 2 * 2);
+    if (a.name == "gemma2-f32") {
+      CHECK(count_op(unfused, OpKind::scale) == 1);
+      CHECK(count_op(unfused, OpKind::softcap) == 1);
+      CHECK(count_op(unfused, OpKind::gelu_mul) == 2);
+      CHECK(count_op(unfused, OpKind::rms_norm) == 2 * 4 + 1);
+      CHECK(text.find("window=64, softcap=50}") != std::string::npos);  // layer 0
+      CHECK(text.find("causal=true, softcap=50}") != std::string::npos);  // layer 1: no window
+    }
+    if (a.name == "phi3-f32") {
+      CHECK(count_op(unfused, OpKind::matmul_qkv) == 2);
+      CHECK(count_op(unfused, OpKind::matmul_silu_mul) == 2);
+    }
+    if (a.name == "llama3 variant") {
+      CHECK(text.find("freq_scale=0.5}") != std::string::npos);
+      CHECK(text.find("weight \"rope_freqs.weight\" : f32[16]") != std::string::npos);
+      CHECK(text.find("window=16}") != std::string::npos);
+    }
+    // Every pass alone on the unfused graph, then all of them in order (with
+    // the context's positions, so fold_constants folds), each printing back.
+    for (bool chained : {false, true}) {
+      Graph g = unfused;
+      PassContext ctx;
+      ctx.max_positions = 64;
+      for (const PassInfo& p : registered_passes()) {
+        CAPTURE(chained);
+        CAPTURE(p.name);
+        if (!chained) g = unfused;
+        REQUIRE(p.run(g, ctx).is_ok());
+        const Status v = verify(g);
+        REQUIRE_MESSAGE(v.is_ok(), v.message());
+        check_round_trip(g);
+      }
+      if (chained && a.name == "llama3 variant") {
+        // The factors ride into rope_kv_append; no folded table (its recipe knows neither factors nor scale).
+        CHECK(count_op(g, OpKind::rope_kv_append) == 2);
+        for (const Value& v : g.values) CHECK(!v.rope_table);
       }
     }
   }

@@ -1,12 +1,12 @@
 // The zoo's quantized llamas against llama.cpp's logits on Vulkan (lavapipe
-// in CI): every block type's shaders in a whole model (tests/support/zoo_reference.h).
+// in CI): every block type's shaders in a whole model (tests/support/zoo_quant_reference.h).
 #include <filesystem>
 
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
 #include "support/requirements.h"
 #include "support/vulkan_device.h"
-#include "support/zoo_reference.h"
+#include "support/zoo_quant_reference.h"
 
 using namespace tessera::testing;
 

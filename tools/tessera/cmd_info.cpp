@@ -97,6 +97,7 @@ int info_main() {
   std::printf("context    %d tokens\n", c.context_length);
   std::printf("rope       %d of %d dims per head, theta %g, %s pairs; rms_norm eps %g; output %s\n", c.rope_dims, c.head_dim,
               c.rope_theta, c.rope_pairs.c_str(), c.norm_eps, c.tied_embeddings ? "tied to token_embd" : "separate (output.weight)");
+  for (size_t i = 0; i < c.features.size(); ++i) std::printf("%s%s\n", i ? "           " : "features   ", c.features[i].c_str());
 
   // Bits per weight over every tensor, and per type: a Q4_K_M file is a mix
   // (q4_K with q6_K for some roles and layers), so each role lists the types

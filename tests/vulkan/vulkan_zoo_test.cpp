@@ -1,0 +1,77 @@
+// The model zoo on the Vulkan backend against llama.cpp, with the CPU's
+// bounds. Where the backend lacks an op an architecture needs (qwen2's
+// bias_add, phi3's packed projections), placement runs those nodes on the
+// CPU and says so (Model::placement_notes): the notes are printed and
+// checked, so a fallback is shown, never skipped silently, and --strict
+// refuses such a file naming the node. A file whose every node the backend
+// runs (llama, qwen3's per-head norms, gemma2's window, soft-caps and GeGLU)
+// is also run --strict.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "backends/builtin.h"
+#include "core/hal/registry.h"
+#include "support/requirements.h"
+#include "support/vulkan_device.h"
+#include "support/zoo_reference.h"
+
+using namespace tessera::testing;
+
+namespace {
+
+// The op each file needs that the Vulkan backend has no shader for; absent: none.
+const std::map<std::string, std::string> kVulkanLacks = {{"qwen2-f32", "bias_add"}, {"phi3-f32", "matmul_qkv"}};
+
+std::unique_ptr<tessera::Model> open_vulkan(const ZooFile& z, bool strict) {
+  tessera::register_builtin_backends();
+  tessera::BackendRegistry::global().load_plugins({std::filesystem::path(TESSERA_BIN).parent_path().string()});
+  tessera::ModelOptions o;
+  o.path = shared_path("models/zoo/" + z.name + ".gguf");
+  o.backend = "vulkan";
+  o.strict = strict;
+  o.max_context = 64;
+  auto m = tessera::Model::open(o);
+  REQUIRE_MESSAGE(m.has_value(), m.status().message());
+  return std::move(*m);
+}
+
+}  // namespace
+
+TEST_CASE("vulkan: every zoo architecture matches llama.cpp, the nodes the backend lacks shown running on the CPU" *
+          needs(vulkan_tests())) {
+  require_vulkan_device();
+  for (const ZooFile& z : zoo_files()) {
+    CAPTURE(z.name);
+    auto m = open_vulkan(z, false);
+    const auto& notes = m->placement_notes();
+    std::string shown;
+    for (const std::string& n : notes) shown += "\n  " + n;
+    MESSAGE(z.name << " on vulkan: " << (notes.empty() ? "every node on the device" : "on the CPU instead:" + shown));
+    const auto lacks = kVulkanLacks.find(z.name);
+    if (lacks == kVulkanLacks.end()) {
+      CHECK(notes.empty());
+    } else {
+      CHECK(!notes.empty());
+      CHECK(shown.find("(" + lacks->second + ", ") != std::string::npos);
+    }
+    check_zoo_file(z, *m, "vulkan", false);
+    if (notes.empty()) {
+      auto strict = open_vulkan(z, true);
+      check_zoo_file(z, *strict, "vulkan --strict", false);
+    }
+  }
+}
+
+TEST_CASE("vulkan: --strict refuses a zoo file whose ops the backend lacks, naming the node and why" * needs(vulkan_tests())) {
+  require_vulkan_device();
+  for (const auto& [name, op] : kVulkanLacks) {
+    CAPTURE(name);
+    const auto r = run_tessera({"run", "--backend", "vulkan", "--strict", "-m", shared_path("models/zoo/" + name + ".gguf"),
+                                "--prompt-ids", "1,30,40", "--temp", "0", "-n", "8", "--print-ids"});
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("--strict: vulkan:0 cannot run ") != std::string::npos);
+    CHECK(r.err.find("(" + op + ", ") != std::string::npos);
+  }
+}
