@@ -130,22 +130,14 @@ int run_with_logits_out(const ModelOptions& mo, const SamplerParams& sp) {
 }
 
 int run_main() {
-  if (!f.logits_out.empty()) {
-    SamplerParams sp;
-    sp.temperature = f.temperature;
-    sp.top_p = f.top_p;
-    sp.top_k = f.top_k;
-    sp.seed = f.seed >= 0 ? (uint64_t)f.seed : std::random_device{}();
-    if (Status s = validate(sp); !s.is_ok()) return fail(s);
-    return run_with_logits_out(f.model_flags.options(f.model, f.tokenizer), sp);
-  }
-  const bool many = !f.prompt_ids_file.empty() || !f.prompts_file.empty();
   SamplerParams sp;
   sp.temperature = f.temperature;
   sp.top_p = f.top_p;
   sp.top_k = f.top_k;
   sp.seed = f.seed >= 0 ? (uint64_t)f.seed : std::random_device{}();
   if (Status s = validate(sp); !s.is_ok()) return fail(s);
+  if (!f.logits_out.empty()) return run_with_logits_out(f.model_flags.options(f.model, f.tokenizer), sp);
+  const bool many = !f.prompt_ids_file.empty() || !f.prompts_file.empty();
   EngineOptions eo = f.engine.options(f.model_flags.options(f.model, f.tokenizer));
   // One prompt needs one sequence; a file's prompts all run at once up to
   // --max-num-seqs (default: as many as the file holds, at most 64).
