@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 4;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0xc789aeeaf59c2d1dull;
+inline constexpr uint32_t kBackendAbiVersion = 5;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0x0f31ff81abfca55bull;
 
 }  // namespace tessera

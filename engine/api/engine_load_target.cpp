@@ -69,7 +69,7 @@ Expected<std::unique_ptr<LoadTarget>> open_engine_load_target(const ServingBench
   TS_ASSIGN_OR_RETURN(const auto devices, bench_devices(o.model.backend));
   auto pool = std::make_unique<ThreadPool>(cpu::default_cpu_threads());
   TS_ASSIGN_OR_RETURN(std::shared_ptr<const ModelWeights> w, load_bench_weights(o.model, *pool, log));
-  const LlamaConfig& c = w->config;
+  const TransformerConfig& c = w->config;
   const int32_t need = o.model.prompt_tokens + o.model.gen_tokens;
   if (need > c.context_length)
     return invalid_argument("bench serve: the longest request (" + std::to_string(need) + " tokens) exceeds the model's context " +

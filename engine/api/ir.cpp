@@ -85,7 +85,7 @@ Expected<std::vector<IrPassTiming>> run_ir(const IrOptions& o) {
   if (!o.parse_path.empty()) return parse_and_run(o);
   if (o.model_path.empty()) return invalid_argument("ir: give -m MODEL to print, or --parse FILE to read back");
   TS_ASSIGN_OR_RETURN(ModelWeights w, load_model(o.model_path));
-  const LlamaConfig& c = w.config;
+  const TransformerConfig& c = w.config;
   const int32_t ctx = o.ctx ? o.ctx : std::min(c.context_length, RunnerOptions::kDefaultContextCap);
   if (ctx < 1 || ctx > c.context_length || o.block_size < 1)
     return invalid_argument("--ctx: expected 1 to " + std::to_string(c.context_length) + " and --block-size >= 1");

@@ -4,7 +4,7 @@
 
 namespace tessera {
 
-ModelConfig to_model_config(const LlamaConfig& c) {
+ModelConfig to_model_config(const TransformerConfig& c) {
   ModelConfig m;
   m.architecture = std::string(name(c.arch));
   m.vocab_size = c.vocab_size;

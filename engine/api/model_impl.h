@@ -32,7 +32,7 @@ struct Generation::Impl {
 };
 
 // The public ModelConfig of a llama file's hyper-parameters.
-ModelConfig to_model_config(const LlamaConfig& c);
+ModelConfig to_model_config(const TransformerConfig& c);
 
 // What Model::open and Engine::open share: the weights, and the tokenizer
 // (-z, else the model file's own; null when neither has one), checked

@@ -31,7 +31,7 @@ int32_t argmax(std::span<const float> x) {
 
 Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const BenchOptions& o, int device_index,
                                    ThreadPool& pool, void (*log)(const std::string&)) {
-  const LlamaConfig& c = w->config;
+  const TransformerConfig& c = w->config;
   const int32_t ctx = std::min(c.context_length, o.prompt_tokens + o.gen_tokens + 16);
   if (o.prompt_tokens < 1 || o.gen_tokens < 2) return invalid_argument("bench: --prompt-tokens >= 1 and --gen-tokens >= 2 required");
   if (o.prompt_tokens + o.gen_tokens > c.context_length)

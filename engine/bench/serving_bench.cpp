@@ -139,7 +139,7 @@ Expected<ServingBenchReport> serving_bench(const ServingBenchOptions& o, void (*
   TS_ASSIGN_OR_RETURN(const auto devices, bench_devices(b.backend));
   ThreadPool pool(cpu::default_cpu_threads());
   TS_ASSIGN_OR_RETURN(std::shared_ptr<const ModelWeights> w, load_bench_weights(b, pool, log));
-  const LlamaConfig& c = w->config;
+  const TransformerConfig& c = w->config;
   const int32_t need = std::max({b.prompt_tokens + b.gen_tokens, o.prefix_tokens + 64, o.long_prompt_tokens + 1});
   if (need > c.context_length)
     return invalid_argument("bench: the longest request (" + std::to_string(need) + " tokens) exceeds the model's context " +

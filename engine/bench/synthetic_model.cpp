@@ -41,7 +41,7 @@ bool supported(DType t) {
 }
 
 Status check_spec(const SyntheticSpec& spec) {
-  const LlamaConfig& c = spec.config;
+  const TransformerConfig& c = spec.config;
   auto positive = [](const char* field, int32_t v) -> Status {
     if (v <= 0) return invalid_argument(std::string("synthetic: ") + field + " must be > 0, got " + std::to_string(v));
     return Status::ok();
@@ -77,7 +77,7 @@ Status check_spec(const SyntheticSpec& spec) {
 
 // Tensor list in file order with offsets; returns the total byte count.
 uint64_t plan_tensors(const SyntheticSpec& spec, std::vector<PlannedTensor>* out) {
-  const LlamaConfig& c = spec.config;
+  const TransformerConfig& c = spec.config;
   const DType wt = spec.weight_type;
   const int64_t dim = c.dim, hidden = c.hidden_dim, q_dim = (int64_t)c.n_heads * c.head_dim(), kv_dim = c.kv_dim();
   uint64_t offset = 0;
@@ -199,7 +199,7 @@ void fill_unit(const PlannedTensor& t, std::byte* base, int64_t begin, int64_t e
 }
 
 std::string shape_name(const SyntheticSpec& spec) {
-  const LlamaConfig& c = spec.config;
+  const TransformerConfig& c = spec.config;
   return "dim=" + std::to_string(c.dim) + ",hidden=" + std::to_string(c.hidden_dim) + ",layers=" +
          std::to_string(c.n_layers) + ",heads=" + std::to_string(c.n_heads) + ",kv_heads=" +
          std::to_string(c.n_kv_heads) + ",vocab=" + std::to_string(c.vocab_size) + "," +
@@ -232,7 +232,7 @@ Expected<DType> synthetic_weight_type(const std::string& name, const std::string
 SyntheticSpec default_bench_spec(DType weight_type) {
   SyntheticSpec s;
   s.weight_type = weight_type;
-  LlamaConfig& c = s.config;
+  TransformerConfig& c = s.config;
   c.dim = 2048;
   c.hidden_dim = 8192;
   c.n_heads = 32;

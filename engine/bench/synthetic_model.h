@@ -16,7 +16,7 @@
 namespace tessera {
 
 struct SyntheticSpec {
-  LlamaConfig config;
+  TransformerConfig config;
   DType weight_type = DType::q8_0;  // every matrix, token_embd included; norms are f32
   uint64_t seed = 1;
 };

@@ -62,7 +62,7 @@ bool is_qk(const std::string& name) {
 }
 
 void write_config(GgufWriter& w, const ModelWeights& m, uint32_t llama_ftype) {
-  const LlamaConfig& c = m.config;
+  const TransformerConfig& c = m.config;
   const auto name = m.metadata.find("general.name");
   w.set_string("general.architecture", "llama");
   w.set_string("general.name", name != m.metadata.end() ? name->second : file_stem(m.source));

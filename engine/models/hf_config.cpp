@@ -67,7 +67,7 @@ class ConfigReader {
 };
 
 Status read_llama_fields(const ConfigReader& r, const json& j, HfConfig* out) {
-  LlamaConfig& c = out->llama;
+  TransformerConfig& c = out->llama;
   TS_TRY(r.count("hidden_size", -1, &c.dim));
   TS_TRY(r.count("intermediate_size", -1, &c.hidden_dim));
   TS_TRY(r.count("num_hidden_layers", -1, &c.n_layers));

@@ -137,7 +137,7 @@ Status add_tensors(const std::vector<SafetensorsFile>& files, const HfConfig& cf
 
 // The llama graph's tensors, each by name and shape.
 Status check_llama_tensors(const ModelWeights& m) {
-  const LlamaConfig& c = m.config;
+  const TransformerConfig& c = m.config;
   const int64_t dim = c.dim, hidden = c.hidden_dim, vocab = c.vocab_size;
   const int64_t q_dim = (int64_t)c.head_dim() * c.n_heads, kv_dim = c.kv_dim();
   std::set<std::string> needed;

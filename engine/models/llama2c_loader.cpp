@@ -100,7 +100,7 @@ Expected<ModelWeights> load_llama2c(const std::string& path) {
   ModelWeights m;
   m.source = path;
   m.format = "llama2c";
-  LlamaConfig& c = m.config;
+  TransformerConfig& c = m.config;
   c.dim = h.dim;
   c.hidden_dim = h.hidden_dim;
   c.n_layers = h.n_layers;

@@ -29,7 +29,7 @@ struct WeightTensor {
 struct ModelWeights {
   std::string source;  // the file it came from, for messages
   std::string format;  // "llama2c", "gguf", "synthetic"
-  LlamaConfig config;
+  TransformerConfig config;
   std::vector<WeightTensor> tensors;
   // Extra metadata (GGUF keys not consumed), printable by `tessera info`.
   std::map<std::string, std::string> metadata;

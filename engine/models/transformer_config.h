@@ -76,7 +76,4 @@ struct TransformerConfig {
   Status validate(const std::string& source) const;
 };
 
-// The name the code wrote before there was more than llama.
-using LlamaConfig = TransformerConfig;
-
 }  // namespace tessera

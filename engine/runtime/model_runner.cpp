@@ -51,7 +51,7 @@ Expected<std::vector<OpenedDevice>> open_placement_devices(const DeviceId& targe
 
 Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const ModelWeights> weights,
                                                            const RunnerOptions& o) {
-  const LlamaConfig& c = weights->config;
+  const TransformerConfig& c = weights->config;
   TS_TRY(c.validate(weights->source));
   if (o.block_size < 1 || o.max_seqs < 1 || o.max_prefill_tokens < 1 || o.max_context < 0)
     return invalid_argument("runner options: block size, sequences and prefill tokens must be positive");

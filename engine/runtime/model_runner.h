@@ -123,7 +123,7 @@ class ModelRunner {
   Status step(const StepArgs& args, std::span<float> logits_out, std::span<const BlockCopy> block_copies = {});
 
   const ModelWeights& weights() const { return *weights_; }
-  const LlamaConfig& config() const { return weights_->config; }
+  const TransformerConfig& config() const { return weights_->config; }
   const graph::Graph& graph() const { return graph_; }
   // The asked-for device (the CPU and devices --place names may run some nodes too: placement_notes).
   const DeviceInfo& device_info() const { return devices_[0].device->info(); }

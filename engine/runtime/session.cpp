@@ -65,7 +65,7 @@ Status Session::collect(Chunk& c, Want want, bool last, size_t total) {
 }
 
 Status Session::run(std::span<const int32_t> tokens, Want want) {
-  const LlamaConfig& c = runner_.config();
+  const TransformerConfig& c = runner_.config();
   if (tokens.empty()) return invalid_argument("feed: no tokens");
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= c.vocab_size)

@@ -17,7 +17,7 @@ std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 19)) >> 
 // different weights must never share a block, and one over the same file
 // always may.
 uint64_t model_salt(const ModelWeights& w) {
-  const LlamaConfig& c = w.config;
+  const TransformerConfig& c = w.config;
   const std::string id = w.source + "|" + std::to_string(w.total_bytes()) + "|" + std::to_string(c.dim) + "," +
                          std::to_string(c.n_layers) + "," + std::to_string(c.vocab_size);
   return std::hash<std::string>{}(id) | 1;

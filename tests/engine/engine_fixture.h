@@ -55,7 +55,7 @@ inline TestEngine open_test_engine(const EngineSetup& s) {
   }();
   (void)plugins_loaded;
   RunnerOptions ro = runner_options(mo);
-  const LlamaConfig& c = t.model.weights->config;
+  const TransformerConfig& c = t.model.weights->config;
   ro.kv_cache_bytes = (uint64_t)s.kv_blocks * 2ull * (uint64_t)c.n_layers * (uint64_t)ro.block_size * (uint64_t)c.kv_dim() * sizeof(float);
   auto e = ServingEngine::create(t.model.weights, t.model.tokenizer.get(), ro, s.config);
   REQUIRE_MESSAGE(e.has_value(), e.status().message());

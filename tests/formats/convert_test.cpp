@@ -19,7 +19,7 @@ using namespace tessera;
 using namespace tessera::testing;
 
 namespace {
-void check_same_config(const LlamaConfig& a, const LlamaConfig& b) {
+void check_same_config(const TransformerConfig& a, const TransformerConfig& b) {
   CHECK(a.dim == b.dim);
   CHECK(a.hidden_dim == b.hidden_dim);
   CHECK(a.n_layers == b.n_layers);

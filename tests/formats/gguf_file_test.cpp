@@ -129,7 +129,7 @@ TEST_CASE("llama-2-tiny-random.gguf, written by llama.cpp, loads with its 32,000
   auto m = load_model(path);
   REQUIRE_MESSAGE(m.has_value(), m.status().message());
   CHECK(m->format == "gguf");
-  const LlamaConfig& c = m->config;
+  const TransformerConfig& c = m->config;
   CHECK(c.dim == 8);
   CHECK(c.hidden_dim == 32);
   CHECK(c.n_layers == 1);

@@ -14,7 +14,7 @@
 #include "core/half.h"
 #include "core/quant.h"
 #include "engine/formats/safetensors.h"
-#include "engine/models/gguf_llama_loader.h"
+#include "engine/models/gguf_model_loader.h"
 #include "engine/models/hf_config.h"
 #include "engine/models/hf_loader.h"
 #include "engine/models/hf_tensor_names.h"
@@ -142,9 +142,9 @@ void check_like_twin(const ModelWeights& hf, const ModelWeights& twin, double to
 TEST_CASE("the tiny-random HF folder loads to its GGUF twin's config and tensors, Q/K in half-split order") {
   auto hf = load_hf_model(kHfDir);
   REQUIRE_MESSAGE(hf.has_value(), hf.status().message());
-  auto twin = load_gguf_llama(kTwin);
+  auto twin = load_gguf_model(kTwin);
   REQUIRE_MESSAGE(twin.has_value(), twin.status().message());
-  const LlamaConfig &a = hf->config, &b = twin->config;
+  const TransformerConfig &a = hf->config, &b = twin->config;
   CHECK(a.dim == b.dim);
   CHECK(a.hidden_dim == b.hidden_dim);
   CHECK(a.n_layers == b.n_layers);
@@ -182,7 +182,7 @@ TEST_CASE("a sharded HF folder (index + one F32 and one BF16 shard) loads to the
   std::ofstream(dir.file("model.safetensors.index.json")) << nlohmann::json{{"metadata", {}}, {"weight_map", map}}.dump();
   auto hf = load_hf_model(dir.file(""));
   REQUIRE_MESSAGE(hf.has_value(), hf.status().message());
-  auto twin = load_gguf_llama(kTwin);
+  auto twin = load_gguf_model(kTwin);
   REQUIRE(twin.has_value());
   CHECK((*hf->require("token_embd.weight", {32000, 8}))->desc.dtype == DType::bf16);
   CHECK((*hf->require("blk.0.ffn_up.weight", {32, 8}))->desc.dtype == DType::f32);

@@ -21,7 +21,7 @@ void check_checkpoint(const Expect& e) {
   const std::string path = shared_path(std::string("models/") + e.file);
   auto m = load_llama2c(path);
   REQUIRE_MESSAGE(m.has_value(), m.status().message());
-  const LlamaConfig& c = m->config;
+  const TransformerConfig& c = m->config;
   CHECK(m->format == "llama2c");
   CHECK(c.dim == e.dim);
   CHECK(c.hidden_dim == e.hidden);

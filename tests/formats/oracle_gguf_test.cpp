@@ -209,7 +209,7 @@ TEST_CASE("tessera's converter output (aidreams260K to q8_0, with its vocabulary
   }
   auto f = GgufFile::open(path);
   REQUIRE(f.has_value());
-  const LlamaConfig& c = src->config;
+  const TransformerConfig& c = src->config;
   auto value_of = [&](const std::string& key) -> const GgufValue& {
     const GgufValue* v = f->find(key);
     REQUIRE_MESSAGE(v != nullptr, key);

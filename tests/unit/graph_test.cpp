@@ -32,8 +32,8 @@ Graph residual_block() {
   return std::move(*g);
 }
 
-LlamaConfig tiny_config() {
-  LlamaConfig c;
+TransformerConfig tiny_config() {
+  TransformerConfig c;
   c.dim = 64;
   c.hidden_dim = 96;
   c.n_layers = 2;

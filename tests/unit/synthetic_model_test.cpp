@@ -38,7 +38,7 @@ struct Expect {
   bool norm;
 };
 
-std::vector<Expect> expected_tensors(const tessera::LlamaConfig& c) {
+std::vector<Expect> expected_tensors(const tessera::TransformerConfig& c) {
   const int64_t d = c.dim, f = c.hidden_dim, hd = d / c.n_heads, kv = hd * c.n_kv_heads;
   std::vector<Expect> e = {{"token_embd.weight", {c.vocab_size, d}, false}};
   for (int l = 0; l < c.n_layers; ++l) {
