@@ -154,7 +154,12 @@ TEST_CASE("random elementwise programs equal their instructions run as the stand
       e.inputs[0] = x0.data();
       e.out = oracle.data();
       ref::elementwise(e);
-      CHECK(rel_error(got, oracle) < 1e-5);
+      // gelu_f16 looks its input up at f16 precision: where the CPU's silu or
+      // gelu and the reference's differ in the last bits, an input on an f16
+      // rounding boundary takes the neighbouring entry, 2^-11 relative apart.
+      bool table_lookup = false;
+      for (int i = 0; i < p.n_instrs; ++i) table_lookup |= p.instrs[i].op == EwOp::gelu_f16;
+      CHECK(rel_error(got, oracle) < (table_lookup ? 2e-4 : 1e-5));
     }
   });
 }

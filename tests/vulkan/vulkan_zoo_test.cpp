@@ -46,6 +46,7 @@ TEST_CASE("vulkan: every zoo architecture matches llama.cpp, the nodes the backe
           needs(vulkan_tests())) {
   require_vulkan_device();
   for (const ZooFile& z : zoo_files()) {
+    if (is_quant_llama(z)) continue;  // the next case's
     CAPTURE(z.name);
     auto m = open_vulkan(z, false);
     const auto& notes = m->placement_notes();
@@ -58,10 +59,31 @@ TEST_CASE("vulkan: every zoo architecture matches llama.cpp, the nodes the backe
       CHECK(!notes.empty());
       CHECK(shown.find("(" + lacks->second + ", ") != std::string::npos);
     }
-    check_zoo_file(z, *m, "vulkan", false);
+    check_zoo_file(z, *m, "vulkan", {.greedy_smoke = false});
     if (notes.empty()) {
       auto strict = open_vulkan(z, true);
-      check_zoo_file(z, *strict, "vulkan --strict", false);
+      check_zoo_file(z, *strict, "vulkan --strict", {.greedy_smoke = false});
+    }
+  }
+}
+
+// The llama in every quantized type, --strict (every block type has its
+// shaders), with the default passes; with --passes none only the Q4_K_M mix:
+// lavapipe compiles each (shader, weight type, shape bucket) pipeline on the
+// CPU, seconds apiece, and the unfused graph's pipelines are the same shaders
+// over the same types (the CPU suite runs every file both ways).
+TEST_CASE("vulkan: the zoo llama in every quantized type matches llama.cpp's logits row by row (default passes, and none for the Q4_K_M mix)" *
+          needs(vulkan_tests())) {
+  require_vulkan_device();
+  tessera::register_builtin_backends();
+  tessera::BackendRegistry::global().load_plugins({std::filesystem::path(TESSERA_BIN).parent_path().string()});
+  for (const ZooFile& z : zoo_files()) {
+    if (!is_quant_llama(z)) continue;
+    CAPTURE(z.name);
+    for (const std::string passes : {"default", "none"}) {
+      if (passes == "none" && z.name != "q-llama-Q4_K_M") continue;
+      auto m = open_zoo_model(z.name, "vulkan", passes, /*strict=*/true);
+      check_zoo_file(z, *m, "vulkan --passes " + passes, {.greedy_smoke = false});
     }
   }
 }
