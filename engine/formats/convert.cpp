@@ -1,10 +1,13 @@
 #include "engine/formats/convert.h"
 
 #include <cstring>
+#include <filesystem>
 
 #include "core/half.h"
 #include "core/quant.h"
+#include "engine/formats/gguf_arch_keys.h"
 #include "engine/formats/gguf_writer.h"
+#include "engine/models/gguf_model_loader.h"
 
 namespace tessera {
 
@@ -56,29 +59,28 @@ std::vector<std::byte> interleave_rope_rows(std::span<const std::byte> src, int6
   return out;
 }
 
+// The written file, loaded as `tessera run` would load it, must give the
+// model's config (but the RoPE order the rows were permuted to): a switch
+// the keys could not state would make it compute another model. Removed if not.
+Status check_reads_back(const ModelWeights& m, const std::string& path, bool permuted) {
+  auto back = load_gguf_model(path);
+  std::string diff;
+  if (back) {
+    TransformerConfig want = m.config;
+    if (permuted) want.rope_layout = back->config.rope_layout;
+    diff = first_difference(back->config, want);
+  }
+  if (back && diff.empty()) return Status::ok();
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  if (!back) return back.status();
+  return unsupported(m.source + ": the GGUF written would read back with another " + std::string(name(m.config.arch)) +
+                     " config (" + diff + ", read back vs the model's), so " + path + " was removed");
+}
+
 bool is_qk(const std::string& name) {
   const auto ends = [&](std::string_view s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
   return ends(".attn_q.weight") || ends(".attn_k.weight");
-}
-
-void write_config(GgufWriter& w, const ModelWeights& m, uint32_t llama_ftype) {
-  const TransformerConfig& c = m.config;
-  const auto name = m.metadata.find("general.name");
-  w.set_string("general.architecture", "llama");
-  w.set_string("general.name", name != m.metadata.end() ? name->second : file_stem(m.source));
-  w.set_u32("general.alignment", kGgufDefaultAlignment);
-  w.set_u32("general.file_type", llama_ftype);
-  w.set_u32("llama.context_length", (uint32_t)c.context_length);
-  w.set_u32("llama.embedding_length", (uint32_t)c.dim);
-  w.set_u32("llama.block_count", (uint32_t)c.n_layers);
-  w.set_u32("llama.feed_forward_length", (uint32_t)c.hidden_dim);
-  w.set_u32("llama.rope.dimension_count", (uint32_t)c.rope_dims);
-  w.set_u32("llama.attention.head_count", (uint32_t)c.n_heads);
-  w.set_u32("llama.attention.head_count_kv", (uint32_t)c.n_kv_heads);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", c.rms_eps);
-  w.set_f32("llama.rope.freq_base", c.rope_theta);
-  w.set_u32("llama.vocab_size", (uint32_t)c.vocab_size);
-  if (c.sliding_window > 0) w.set_u32("llama.attention.sliding_window", (uint32_t)c.sliding_window);
 }
 
 void write_tokenizer(GgufWriter& w, const TokenizerData& t) {
@@ -128,20 +130,19 @@ Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType t
 Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, const QuantFileType& ft, bool pure,
                         const std::string& out_path, std::vector<std::string>* notes) {
   TS_TRY(m.config.validate(m.source));
-  // The writer spells the llama keys only; the other architectures' switches would be lost.
-  if (m.config.arch != Arch::llama)
-    return unsupported(m.source + ": convert writes llama GGUF files; this model is " + std::string(name(m.config.arch)));
-  if (m.config.rope_freq_scale != 1.0f)
-    return unsupported(m.source + ": convert does not write RoPE position scaling (rope.scaling.factor)");
   const bool scores_ok = tok && (tok->scores.size() == tok->tokens.size() || (tok->model == "gpt2" && tok->scores.empty()));
   if (tok && (!scores_ok || tok->types.size() != tok->tokens.size()))
     return invalid_argument(m.source + ": tokenizer has " + std::to_string(tok->tokens.size()) + " tokens, " +
                             std::to_string(tok->scores.size()) + " scores and " + std::to_string(tok->types.size()) +
                             " types; expected equal counts");
-  const bool half_split = m.config.rope_layout == RopeLayout::half_split;
-  if (half_split && m.config.rope_dims != m.config.head_dim())
-    return unsupported(m.source + ": half-split RoPE over " + std::to_string(m.config.rope_dims) + " of " +
-                       std::to_string(m.config.head_dim()) + " head dims cannot be written as GGUF's interleaved order");
+  // GGUF keeps llama's Q/K rows in interleaved pairs and every other architecture's half-split (NeoX).
+  const RopeLayout gguf_layout = m.config.arch == Arch::llama ? RopeLayout::interleaved : RopeLayout::half_split;
+  const bool permute = m.config.rope_layout != gguf_layout;
+  if (permute && (gguf_layout != RopeLayout::interleaved || m.config.rope_dims != m.config.head_dim()))
+    return unsupported(m.source + ": " + std::string(name(m.config.arch)) + " Q/K rows in " +
+                       (m.config.rope_layout == RopeLayout::half_split ? "half-split" : "interleaved") + " RoPE order over " +
+                       std::to_string(m.config.rope_dims) + " of " + std::to_string(m.config.head_dim()) +
+                       " head dims cannot be written in GGUF's order for it");
   auto note = [&](std::string s) { if (notes) notes->push_back(std::move(s)); };
 
   std::vector<const WeightTensor*> written;
@@ -154,7 +155,12 @@ Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, const Q
   const std::vector<DType> types = choose_tensor_types(ft, plan, {m.config.n_layers, pure}, notes);
 
   GgufWriter w;
-  write_config(w, m, ft.llama_ftype);
+  const auto model_name = m.metadata.find("general.name");
+  w.set_string("general.architecture", std::string(name(m.config.arch)));
+  w.set_string("general.name", model_name != m.metadata.end() ? model_name->second : file_stem(m.source));
+  w.set_u32("general.alignment", kGgufDefaultAlignment);
+  w.set_u32("general.file_type", ft.llama_ftype);
+  TS_TRY(write_arch_keys(w, m.config, m.source));
   if (tok) write_tokenizer(w, *tok);
   if (!m.chat_template.empty()) w.set_string("tokenizer.chat_template", m.chat_template);
   for (size_t i = 0; i < written.size(); ++i) {
@@ -164,7 +170,7 @@ Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, const Q
     const DType to = from == DType::i8 || from == DType::i32 ? from : types[i];
     std::vector<std::byte> bytes;
     if (to != from) bytes = convert_tensor(t, to);
-    if (half_split && is_qk(t.name)) {
+    if (permute && is_qk(t.name)) {
       const std::span<const std::byte> src = to != from ? std::span<const std::byte>(bytes) : t.data;
       const int64_t row_bytes = (int64_t)bytes_for(to, t.desc.shape.last());
       bytes = interleave_rope_rows(src, t.desc.rows(), row_bytes, m.config.head_dim());
@@ -176,7 +182,8 @@ Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, const Q
       TS_TRY(w.add_tensor(t.name, to, t.desc.shape, t.data));
     }
   }
-  return w.write(out_path);
+  TS_TRY(w.write(out_path));
+  return check_reads_back(m, out_path, permute);
 }
 
 }  // namespace tessera

@@ -1,6 +1,8 @@
 #pragma once
-// Writes a loaded llama model (any source format) as a GGUF file that
-// load_gguf_model reads back to the same config and tensors.
+// Writes a loaded model of any architecture Tessera builds (llama, qwen2,
+// qwen3, gemma2, phi3; any source format) as a GGUF file that
+// load_gguf_model reads back to the same config and tensors, with the
+// {arch}.* keys llama.cpp's converter writes (gguf_arch_keys.h).
 #include <string>
 #include <vector>
 
@@ -22,7 +24,10 @@ std::string writable_weight_types();
 // can_write_weight_type accepts); 1-D tensors (norms) in f32. A tensor whose rows are not a
 // whole number of `type`'s blocks is written in f16 instead, and a line
 // saying which and why is appended to *notes (may be null). Q/K rows of a
-// half-split RoPE model are permuted to GGUF's interleaved order (noted).
+// half-split RoPE llama model are permuted to GGUF's interleaved order
+// (noted); the other architectures keep GGUF's half-split order as they are.
+// The file written is loaded back and must give the model's config, else
+// it is removed and the field that differs named.
 // Tied embeddings: no output.weight is written. `tok` may be null; the
 // model's chat template, when it has one, is written as tokenizer.chat_template.
 Status write_model_gguf(const ModelWeights& m, const TokenizerData* tok, DType type, const std::string& out_path,

@@ -5,6 +5,7 @@
 
 #include "engine/formats/gguf.h"
 #include "engine/models/gguf_tokenizer.h"
+#include "engine/models/model_tensors.h"
 
 namespace tessera {
 
@@ -77,27 +78,6 @@ class Keys {
   std::set<std::string>* consumed_;
 };
 
-// llama3's RoPE scaling as Meta defines it and llama.cpp's converter bakes
-// into rope_freqs.weight: per pair, the divisor of its frequency.
-std::vector<float> llama3_freq_factors(const TransformerConfig& c, float factor, float low_freq_factor,
-                                       float high_freq_factor, int32_t original_context) {
-  const double low_wavelen = original_context / low_freq_factor, high_wavelen = original_context / high_freq_factor;
-  std::vector<float> out;
-  for (int32_t i = 0; i < c.rope_dims / 2; ++i) {
-    const double freq = std::pow((double)c.rope_theta, -2.0 * i / c.rope_dims);
-    const double wavelen = 2.0 * M_PI / freq;
-    if (wavelen < high_wavelen) {
-      out.push_back(1.0f);
-    } else if (wavelen > low_wavelen) {
-      out.push_back(factor);
-    } else {
-      const double smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
-      out.push_back((float)(1.0 / ((1.0 - smooth) / factor + smooth)));
-    }
-  }
-  return out;
-}
-
 // RoPE scaling: {arch}.rope.scaling.type (llama.cpp's default: linear),
 // .factor, .original_context_length. Linear scales positions by 1/factor;
 // llama3 divides each pair's frequency by rope_freqs.weight (the file's, or
@@ -110,6 +90,7 @@ Expected<std::vector<float>> read_rope_scaling(const GgufFile& f, Keys& k, Trans
   if (factor == 0.0f) TS_TRY(k.positive("rope.scale_linear", &factor));  // the old key
   int32_t original = c->context_length;
   TS_TRY(k.size("rope.scaling.original_context_length", &original));
+  if (k.has("rope.scaling.original_context_length")) c->rope_original_context = original;
   k.has("rope.scaling.finetuned");
   c->rope_freq_factors = f.find_tensor("rope_freqs.weight") != nullptr;
   if (type == "none") return std::vector<float>{};
@@ -126,7 +107,7 @@ Expected<std::vector<float>> read_rope_scaling(const GgufFile& f, Keys& k, Trans
     TS_TRY(k.positive("rope.scaling.high_freq_factor", &high));
     if (!(high > low)) return f.key_error(k.key("rope.scaling.high_freq_factor"), "is not above low_freq_factor");
     c->rope_freq_factors = true;
-    return llama3_freq_factors(*c, factor, low, high, original);
+    return llama3_rope_freq_factors(*c, {factor, low, high, original});
   }
   return f.key_error(k.key("rope.scaling.type"), "is '" + type + "'; supported: none, linear, llama3");
 }
@@ -181,9 +162,9 @@ Status read_config(const GgufFile& f, TransformerConfig* c, std::vector<float>* 
       // Mistral: every layer windowed when the file says so.
       TS_TRY(k.size("attention.sliding_window", &c->sliding_window));
       break;
-    case Arch::qwen2:  // llama.cpp reads no window for qwen2 or phi3 (its phi3 SWA is disabled)
+    case Arch::qwen2:  // llama.cpp reads no window for qwen2 or phi3 (its phi3 SWA is disabled): kept, not applied
     case Arch::phi3:
-      k.has("attention.sliding_window");
+      TS_TRY(k.size("attention.sliding_window", &c->unapplied_sliding_window));
       c->fused_gate_up = c->arch == Arch::phi3;
       break;
     case Arch::qwen3:
@@ -217,65 +198,6 @@ Status read_config(const GgufFile& f, TransformerConfig* c, std::vector<float>* 
   return c->validate(f.path());
 }
 
-// Every tensor the architecture reads, checked by name and shape; any other
-// tensor in the file is refused (a part the graph would leave out would make
-// it compute something else than the model).
-Status check_tensors(const ModelWeights& m, const std::set<std::string>& ignored) {
-  const TransformerConfig& c = m.config;
-  const int64_t dim = c.dim, hidden = c.hidden_dim, vocab = c.vocab_size, hd = c.head_dim();
-  const int64_t q_dim = c.q_dim(), kv_dim = c.kv_dim();
-  std::set<std::string> used = ignored;
-  auto need = [&](const std::string& name, const Shape& shape) {
-    used.insert(name);
-    return m.require(name, shape).status();
-  };
-  TS_TRY(need("token_embd.weight", {vocab, dim}));
-  if (c.rope_freq_factors) TS_TRY(need("rope_freqs.weight", {c.rope_dims / 2}));
-  for (int i = 0; i < c.n_layers; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    TS_TRY(need(p + "attn_norm.weight", {dim}));
-    if (c.fused_qkv) {
-      TS_TRY(need(p + "attn_qkv.weight", {q_dim + 2 * kv_dim, dim}));
-    } else {
-      TS_TRY(need(p + "attn_q.weight", {q_dim, dim}));
-      TS_TRY(need(p + "attn_k.weight", {kv_dim, dim}));
-      TS_TRY(need(p + "attn_v.weight", {kv_dim, dim}));
-    }
-    if (c.qkv_bias) {
-      TS_TRY(need(p + "attn_q.bias", {q_dim}));
-      TS_TRY(need(p + "attn_k.bias", {kv_dim}));
-      TS_TRY(need(p + "attn_v.bias", {kv_dim}));
-    }
-    if (c.qk_norm) {
-      TS_TRY(need(p + "attn_q_norm.weight", {hd}));
-      TS_TRY(need(p + "attn_k_norm.weight", {hd}));
-    }
-    TS_TRY(need(p + "attn_output.weight", {dim, q_dim}));
-    if (c.post_norms) {
-      TS_TRY(need(p + "post_attention_norm.weight", {dim}));
-      TS_TRY(need(p + "post_ffw_norm.weight", {dim}));
-    }
-    TS_TRY(need(p + "ffn_norm.weight", {dim}));
-    if (c.fused_gate_up) {
-      TS_TRY(need(p + "ffn_up.weight", {2 * hidden, dim}));
-    } else {
-      TS_TRY(need(p + "ffn_gate.weight", {hidden, dim}));
-      TS_TRY(need(p + "ffn_up.weight", {hidden, dim}));
-    }
-    TS_TRY(need(p + "ffn_down.weight", {dim, hidden}));
-  }
-  TS_TRY(need("output_norm.weight", {dim}));
-  if (!c.tied_embeddings) TS_TRY(need("output.weight", {vocab, dim}));
-  for (const WeightTensor& t : m.tensors) {
-    if (used.count(t.name)) continue;
-    std::string why = "the " + std::string(name(c.arch)) + " graph does not read it";
-    if (t.name.find("rope_factors") != std::string::npos) why = "LongRoPE (rope_factors_long/short) is not supported";
-    else if (t.name.find(".bias") != std::string::npos) why = "the " + std::string(name(c.arch)) + " graph reads no such bias";
-    return unsupported(m.source + ": tensor '" + t.name + "': " + why + "; running without it would compute another model");
-  }
-  return Status::ok();
-}
-
 // What the loader made that the file does not hold (llama3's frequency
 // factors when only the keys describe them), kept alive with the mapping.
 struct Owned {
@@ -303,7 +225,7 @@ Expected<ModelWeights> load_gguf_model(const std::string& path) {
   // gemma2 files may carry an output.weight llama.cpp never reads (it classifies with token_embd).
   std::set<std::string> ignored;
   if (m.config.arch == Arch::gemma2) ignored.insert("output.weight");
-  TS_TRY(check_tensors(m, ignored));
+  TS_TRY(check_model_tensors(m, ignored));
 
   TS_ASSIGN_OR_RETURN(m.tokenizer, read_gguf_tokenizer(f, &consumed));
   if (m.tokenizer && m.tokenizer->tokens.size() > (size_t)m.config.vocab_size)

@@ -12,6 +12,7 @@
 #include "core/quant.h"
 #include "engine/formats/safetensors.h"
 #include "engine/models/hf_config.h"
+#include "engine/models/model_tensors.h"
 #include "engine/tokenizer/tokenizer_json.h"
 
 namespace tessera {
@@ -92,6 +93,7 @@ std::unique_ptr<std::byte[]> widen_to_f32(DType from, std::span<const std::byte>
       f[i] = from == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
     }
   }
+  // Gemma's 1 + w in f32, as transformers computes it (llama.cpp's converter adds in the checkpoint's dtype).
   if (transform == HfTransform::add_one)
     for (int64_t i = 0; i < n; ++i) f[i] += 1.0f;
   return out;
@@ -107,7 +109,7 @@ Status add_tensors(const std::vector<SafetensorsFile>& files, const HfConfig& cf
         return unsupported(f.path() + ": tensor '" + t.name + "' has no GGUF name for model_type '" +
                            std::string(cfg.arch->model_type) + "'");
       // A tied checkpoint may still carry lm_head: the embedding is the classifier.
-      if (cfg.llama.tied_embeddings && mapped->gguf == "output.weight") continue;
+      if (cfg.config.tied_embeddings && mapped->gguf == "output.weight") continue;
       const auto [it, fresh] = seen.emplace(mapped->gguf, t.name);
       if (!fresh)
         return invalid_argument(f.path() + ": tensor '" + t.name + "' maps to '" + mapped->gguf + "', as '" +
@@ -132,39 +134,6 @@ Status add_tensors(const std::vector<SafetensorsFile>& files, const HfConfig& cf
       }
     }
   }
-  return Status::ok();
-}
-
-// The llama graph's tensors, each by name and shape.
-Status check_llama_tensors(const ModelWeights& m) {
-  const TransformerConfig& c = m.config;
-  const int64_t dim = c.dim, hidden = c.hidden_dim, vocab = c.vocab_size;
-  const int64_t q_dim = (int64_t)c.head_dim() * c.n_heads, kv_dim = c.kv_dim();
-  std::set<std::string> needed;
-  auto need = [&](const std::string& name, const Shape& shape) {
-    needed.insert(name);
-    return m.require(name, shape).status();
-  };
-  TS_TRY(need("token_embd.weight", {vocab, dim}));
-  for (int i = 0; i < c.n_layers; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    TS_TRY(need(p + "attn_norm.weight", {dim}));
-    TS_TRY(need(p + "attn_q.weight", {q_dim, dim}));
-    TS_TRY(need(p + "attn_k.weight", {kv_dim, dim}));
-    TS_TRY(need(p + "attn_v.weight", {kv_dim, dim}));
-    TS_TRY(need(p + "attn_output.weight", {dim, q_dim}));
-    TS_TRY(need(p + "ffn_norm.weight", {dim}));
-    TS_TRY(need(p + "ffn_gate.weight", {hidden, dim}));
-    TS_TRY(need(p + "ffn_up.weight", {hidden, dim}));
-    TS_TRY(need(p + "ffn_down.weight", {dim, hidden}));
-  }
-  TS_TRY(need("output_norm.weight", {dim}));
-  if (!c.tied_embeddings) TS_TRY(need("output.weight", {vocab, dim}));
-  // A tensor the graph would not read (a layer beyond num_hidden_layers) means config and weights disagree.
-  for (const WeightTensor& t : m.tensors)
-    if (!needed.count(t.name))
-      return invalid_argument(m.source + ": tensor '" + t.name + "' is not part of a llama model of " +
-                              std::to_string(c.n_layers) + " layers (config.json)");
   return Status::ok();
 }
 
@@ -221,11 +190,19 @@ Expected<ModelWeights> load_hf_model(const std::string& dir) {
   ModelWeights m;
   m.source = dir;
   m.format = "hf";
-  m.config = cfg.llama;
+  m.config = cfg.config;
   auto store = std::make_shared<HfStorage>();
   for (const SafetensorsFile& f : files) store->shards.push_back(f.mapping());
   TS_TRY(add_tensors(files, cfg, &m, store.get()));
-  TS_TRY(check_llama_tensors(m));
+  if (!cfg.rope_freq_factors.empty()) {
+    // llama3 RoPE scaling: the tensor llama.cpp's converter writes, made from config.json.
+    const size_t n = cfg.rope_freq_factors.size();
+    store->made.push_back(std::make_unique<std::byte[]>(n * sizeof(float)));
+    std::memcpy(store->made.back().get(), cfg.rope_freq_factors.data(), n * sizeof(float));
+    m.tensors.push_back({"rope_freqs.weight", TensorDesc::contiguous(DType::f32, Shape{(int64_t)n}),
+                         {store->made.back().get(), n * sizeof(float)}});
+  }
+  TS_TRY(check_model_tensors(m));
   TS_TRY(read_tokenizer(dir, &m));
   m.metadata["hf.model_type"] = std::string(cfg.arch->model_type);
   for (size_t i = 0; i < cfg.notes.size(); ++i) m.metadata["hf.note." + std::to_string(i)] = cfg.notes[i];

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdio>
 
 namespace tessera {
 
@@ -29,6 +30,71 @@ int32_t TransformerConfig::layer_window(int32_t l) const {
   if (sliding_window <= 0) return 0;
   const int32_t n = sliding_window_pattern;
   return n <= 1 || l % n < n - 1 ? sliding_window : 0;
+}
+
+std::string first_difference(const TransformerConfig& a, const TransformerConfig& b) {
+  auto num = [](double v) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.9g", v);
+    return std::string(s);
+  };
+  struct Field {
+    const char* name;
+    double a, b;
+  };
+  const Field fields[] = {
+      {"dim", (double)a.dim, (double)b.dim},
+      {"hidden_dim", (double)a.hidden_dim, (double)b.hidden_dim},
+      {"n_layers", (double)a.n_layers, (double)b.n_layers},
+      {"n_heads", (double)a.n_heads, (double)b.n_heads},
+      {"n_kv_heads", (double)a.n_kv_heads, (double)b.n_kv_heads},
+      {"vocab_size", (double)a.vocab_size, (double)b.vocab_size},
+      {"context_length", (double)a.context_length, (double)b.context_length},
+      {"rope_dims", (double)a.rope_dims, (double)b.rope_dims},
+      {"rope_theta", a.rope_theta, b.rope_theta},
+      {"rms_eps", a.rms_eps, b.rms_eps},
+      {"rope_layout", (double)a.rope_layout, (double)b.rope_layout},
+      {"tied_embeddings", (double)a.tied_embeddings, (double)b.tied_embeddings},
+      {"arch", (double)a.arch, (double)b.arch},
+      {"head_dim", (double)a.head_dim(), (double)b.head_dim()},
+      {"rope_freq_scale", a.rope_freq_scale, b.rope_freq_scale},
+      {"rope_freq_factors", (double)a.rope_freq_factors, (double)b.rope_freq_factors},
+      {"rope_original_context", (double)a.rope_original_context, (double)b.rope_original_context},
+      {"sliding_window", (double)a.sliding_window, (double)b.sliding_window},
+      {"sliding_window_pattern", (double)a.sliding_window_pattern, (double)b.sliding_window_pattern},
+      {"unapplied_sliding_window", (double)a.unapplied_sliding_window, (double)b.unapplied_sliding_window},
+      {"attn_logit_softcap", a.attn_logit_softcap, b.attn_logit_softcap},
+      {"final_logit_softcap", a.final_logit_softcap, b.final_logit_softcap},
+      {"attention_scale", a.attention_scale, b.attention_scale},
+      {"embedding_scale", a.embedding_scale, b.embedding_scale},
+      {"ffn_activation", (double)a.ffn_activation, (double)b.ffn_activation},
+      {"qkv_bias", (double)a.qkv_bias, (double)b.qkv_bias},
+      {"qk_norm", (double)a.qk_norm, (double)b.qk_norm},
+      {"post_norms", (double)a.post_norms, (double)b.post_norms},
+      {"fused_qkv", (double)a.fused_qkv, (double)b.fused_qkv},
+      {"fused_gate_up", (double)a.fused_gate_up, (double)b.fused_gate_up},
+  };
+  for (const Field& f : fields)
+    if (f.a != f.b) return std::string(f.name) + " " + num(f.a) + " vs " + num(f.b);
+  return "";
+}
+
+std::vector<float> llama3_rope_freq_factors(const TransformerConfig& c, const Llama3RopeScaling& s) {
+  const double low_wavelen = s.original_context / s.low_freq_factor, high_wavelen = s.original_context / s.high_freq_factor;
+  std::vector<float> out;
+  for (int32_t i = 0; i < c.rope_dims / 2; ++i) {
+    const double freq = std::pow((double)c.rope_theta, -2.0 * i / c.rope_dims);
+    const double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(s.factor);
+    } else {
+      const double smooth = (s.original_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      out.push_back((float)(1.0 / ((1.0 - smooth) / s.factor + smooth)));
+    }
+  }
+  return out;
 }
 
 Status TransformerConfig::validate(const std::string& source) const {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/ops.h"
 #include "core/status.h"
@@ -49,6 +50,10 @@ struct TransformerConfig {
   // llama.cpp's converter bakes it).
   float rope_freq_scale = 1.0f;
   bool rope_freq_factors = false;
+  // {arch}.rope.scaling.original_context_length as the file states it (0:
+  // not stated). The graph does not read it; writers keep it (phi3's
+  // converter writes it).
+  int32_t rope_original_context = 0;
   // Sliding-window attention: a query at position p sees positions j with
   // p - j < sliding_window (0 = no window) on the layers l with
   // l % sliding_window_pattern < sliding_window_pattern - 1 (llama.cpp's
@@ -56,6 +61,10 @@ struct TransformerConfig {
   // every layer (Mistral).
   int32_t sliding_window = 0;
   int32_t sliding_window_pattern = 1;
+  // A window the file states that llama.cpp does not apply (phi3's
+  // {arch}.attention.sliding_window: its Phi SWA is disabled), kept for
+  // writers; the graph does not read it.
+  int32_t unapplied_sliding_window = 0;
   float attn_logit_softcap = 0.0f;   // scores = cap * tanh(scores / cap); 0 = none
   float final_logit_softcap = 0.0f;  // the same on the logits
   float attention_scale = 0.0f;      // the scores' scale; 0 = 1 / sqrt(head_dim)
@@ -75,5 +84,20 @@ struct TransformerConfig {
   // Checks the relations the graph relies on; `source` names the file.
   Status validate(const std::string& source) const;
 };
+
+// The first field in which two configs differ, as "field A vs B"; empty when
+// they agree on every field.
+std::string first_difference(const TransformerConfig& a, const TransformerConfig& b);
+
+// llama3's RoPE scaling (rope_type "llama3"), as Meta defines it.
+struct Llama3RopeScaling {
+  float factor = 8.0f;
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  int32_t original_context = 8192;
+};
+// Per RoPE pair, the divisor of its frequency: what llama.cpp's converter
+// bakes into rope_freqs.weight [rope_dims / 2].
+std::vector<float> llama3_rope_freq_factors(const TransformerConfig& c, const Llama3RopeScaling& s);
 
 }  // namespace tessera
