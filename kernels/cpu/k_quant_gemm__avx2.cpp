@@ -1,9 +1,10 @@
-// AVX2 q2_K, q3_K, q4_K, q5_K and q6_K x q8_K tiles. As the AVX-512 VNNI ones with
+// AVX2 q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs x q8_K tiles. As the AVX-512 VNNI ones with
 // 32 codes per register: vpmaddubsw (u8 code x s8 x, pairs to i16; at most
 // 2 * 63 * 127 = 16002, never saturating), then vpmaddwd by the sub-block
 // scales into i32. The offsets come from the x block sums once per
 // super-block (q8_K_activations.h); each super-block's integer sum is
 // scaled into an f32 accumulator.
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/isa_kernels.h"
@@ -196,6 +197,38 @@ struct TwoBit : Q8KRows {
   void store(const Acc& a, int, float* y) const { *y = hsum256(_mm256_sub_ps(a.sum, a.min)); }
 };
 
+// iq4_xs: sub-block s (32 elements) is qs[16s..16s+15], low nibbles then
+// high ones, looked up in the table of signed values; maddubs takes |v| and
+// x with v's sign (pairs at most 2 * 127 * 127, no saturation), vpmaddwd
+// the sub-block's scale ls - 32.
+struct Iq4Xs : Q8KRows {
+  using Block = BlockIq4_XS;
+  using Acc = __m256;
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+  template <int MR>
+  void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
+    const BlockIq4_XS& blk = w[0][b];
+    uint32_t sl;
+    std::memcpy(&sl, blk.scales_l, 4);
+    const uint32_t sh = blk.scales_h;
+    __m256i isum[MR];
+    for (int i = 0; i < MR; ++i) isum[i] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s) {
+      const __m256i v = _mm256_shuffle_epi8(table, unpack_nibbles(blk.qs + 16 * s));
+      const __m256i mag = _mm256_sign_epi8(v, v);
+      const int ls = (int)(((sl >> (4 * s)) & 0x0f) | (((sh >> (2 * s)) & 3) << 4));
+      const __m256i sc = _mm256_set1_epi16((short)(ls - 32));
+      for (int i = 0; i < MR; ++i) {
+        const __m256i p = _mm256_maddubs_epi16(mag, _mm256_sign_epi8(load256(xr[i][b].qs + 32 * s), v));
+        isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, sc));
+      }
+    }
+    const float d = _cvtsh_ss(blk.d);
+    for (int i = 0; i < MR; ++i) acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(d * xr[i][b].d), acc[i]);
+  }
+  void store(const Acc& a, int, float* y) const { *y = hsum256(a); }
+};
+
 }  // namespace
 
 void q4_K_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
@@ -221,6 +254,11 @@ void q2_K_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeight
 void q3_K_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
                      int64_t ldy) {
   run_tile(TwoBit<BlockQ3_K>{}, x, x_stride, mr, w, nr, k / kQK_K, y, ldy);
+}
+
+void iq4_xs_tile__avx2(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
+                       int64_t ldy) {
+  run_tile(Iq4Xs{}, x, x_stride, mr, w, nr, k / kQK_K, y, ldy);
 }
 
 }  // namespace tessera::kernels::cpu::detail

@@ -1,4 +1,4 @@
-// AVX-512 VNNI q2_K, q3_K, q4_K, q5_K and q6_K x q8_K tiles. A weight super-block is
+// AVX-512 VNNI q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs x q8_K tiles. A weight super-block is
 // unpacked once into unsigned codes, 64 per register (one chunk), and each
 // x row of the tile then takes two instructions per chunk: vpmaddubsw
 // (u8 code x s8 x, pairs summed to i16; at most 2 * 63 * 127 = 16002, so
@@ -6,6 +6,7 @@
 // chunk's per-sub-block scales and accumulates in i32. The offsets come from
 // the x block sums once per super-block (q8_K_activations.h), and each
 // super-block's integer sum is scaled into an f32 accumulator.
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/isa_kernels.h"
@@ -209,6 +210,58 @@ struct TwoBit : Q8KRows {
   void store(const Acc& a, int, float* y) const { *y = _mm512_reduce_add_ps(_mm512_sub_ps(a.sum, a.min)); }
 };
 
+// iq4_xs: chunk c of 64 elements (sub-blocks 2c, 2c+1) is qs[32c..32c+31],
+// each 16 bytes' low nibbles then high ones. The table values are signed
+// (-127..113), so maddubs takes |v| from a table of their magnitudes and x
+// negated where v < 0 (nibbles 0-7): pairs at most 2 * 127 * 127, no
+// saturation; then vpdpwssd by the sub-block scales ls - 32, as q4_K's.
+struct Iq4Xs : Q8KRows {
+  using Block = BlockIq4_XS;
+  using Acc = __m512;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+  const __m512i magnitudes = _mm512_broadcast_i32x4(
+      _mm_abs_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues))));
+  // Nibbles of a chunk's 128-bit lanes [lo 16 bytes, same, hi 16, same]: shift 0, 4, 0, 4.
+  const __m512i nibble_shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
+  __m512i sc_idx[4];  // chunk c's scale indices (sub-blocks 2c, 2c+1)
+  Iq4Xs() {
+    for (int c = 0; c < 4; ++c)
+      sc_idx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
+  }
+  template <int MR>
+  void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
+    const BlockIq4_XS& blk = w[0][b];
+    // Scale s: the nibble s of scales_l (little endian) and bits 2s..2s+1 of scales_h, less 32.
+    uint32_t sl;
+    std::memcpy(&sl, blk.scales_l, 4);
+    const __m128i low = _mm_and_si128(
+        _mm_srlv_epi16(_mm_cvtepu8_epi16(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)sl),
+                                                          _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0))),
+                       _mm_setr_epi16(0, 4, 0, 4, 0, 4, 0, 4)),
+        _mm_set1_epi16(0x0f));
+    const __m128i high = _mm_and_si128(_mm_srlv_epi16(_mm_set1_epi16((short)blk.scales_h), _mm_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14)),
+                                       _mm_set1_epi16(3));
+    const __m512i sc16z = _mm512_castsi128_si512(_mm_sub_epi16(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi16(32)));
+    __m512i isum[MR];
+    for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * c)));
+      const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(_mm512_shuffle_i64x2(v, v, 0x50), nibble_shift), low4);
+      const __m512i mag = _mm512_shuffle_epi8(magnitudes, nib);
+      const __mmask64 neg = _mm512_cmplt_epu8_mask(nib, eight);
+      const __m512i sc = _mm512_permutexvar_epi16(sc_idx[c], sc16z);
+      for (int i = 0; i < MR; ++i) {
+        const __m512i q = load512(xr[i][b].qs + 64 * c);
+        const __m512i signed_q = _mm512_mask_sub_epi8(q, neg, _mm512_setzero_si512(), q);
+        isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(mag, signed_q), sc);
+      }
+    }
+    const float d = _cvtsh_ss(blk.d);
+    for (int i = 0; i < MR; ++i) acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_set1_ps(d * xr[i][b].d), acc[i]);
+  }
+  void store(const Acc& a, int, float* y) const { *y = _mm512_reduce_add_ps(a); }
+};
+
 }  // namespace
 
 void q4_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
@@ -234,6 +287,11 @@ void q2_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const Q
 void q3_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
                            float* y, int64_t ldy) {
   run_tile(TwoBit<BlockQ3_K>{}, x, x_stride, mr, w, nr, k / kQK_K, y, ldy);
+}
+
+void iq4_xs_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
+                             float* y, int64_t ldy) {
+  run_tile(Iq4Xs{}, x, x_stride, mr, w, nr, k / kQK_K, y, ldy);
 }
 
 }  // namespace tessera::kernels::cpu::detail

@@ -1,7 +1,8 @@
-// Portable q2_K, q3_K, q4_K, q5_K and q6_K x q8_K tiles in plain C++: each
-// weight super-block is unpacked once to unsigned codes and dotted in int32
-// with every x row of the tile; the offsets (q2_K/q4_K/q5_K's mins, q3_K's
-// -4, q6_K's -32) come from the x block sums (q8_K_activations.h).
+// Portable q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs x q8_K tiles in plain
+// C++: each weight super-block is unpacked once to unsigned codes (iq4_xs:
+// signed table values) and dotted in int32 with every x row of the tile;
+// the offsets (q2_K/q4_K/q5_K's mins, q3_K's -4, q6_K's -32) come from the
+// x block sums (q8_K_activations.h).
 #include <type_traits>
 
 #include "core/half.h"
@@ -165,6 +166,40 @@ struct Q6K : Q8KRows {
   }
 };
 
+// iq4_xs: y += d * sum_s (ls_s - 32) * dot(v_s, x_s) over 8 sub-blocks of
+// 32, v the table values of the nibbles (sub-block s: qs[16s..16s+15], low
+// nibbles then high), ls_s nibble s of scales_l with bits 2s..2s+1 of scales_h on top.
+void iq4_xs_step(const BlockIq4_XS& blk, int64_t b, const BlockQ8_K* const* xr, float* acc, int mr) {
+  int8_t v[kQK_K];
+  int sc[8];
+  for (int s = 0; s < 8; ++s) {
+    for (int j = 0; j < 16; ++j) {
+      v[32 * s + j] = kIq4nlValues[blk.qs[16 * s + j] & 0x0f];
+      v[32 * s + 16 + j] = kIq4nlValues[blk.qs[16 * s + j] >> 4];
+    }
+    sc[s] = (((blk.scales_l[s / 2] >> (4 * (s % 2))) & 0x0f) | (((blk.scales_h >> (2 * s)) & 3) << 4)) - 32;
+  }
+  const float d = f16_to_f32(blk.d);
+  for (int i = 0; i < mr; ++i) {
+    const BlockQ8_K& xb = xr[i][b];
+    int32_t sumi = 0;
+    for (int s = 0; s < 8; ++s) {
+      int32_t dot = 0;
+      for (int j = 0; j < 32; ++j) dot += (int32_t)v[32 * s + j] * xb.qs[32 * s + j];
+      sumi += sc[s] * dot;
+    }
+    acc[i] += d * xb.d * (float)sumi;
+  }
+}
+
+struct Iq4Xs : Q8KRows {
+  using Block = BlockIq4_XS;
+  template <int MR>
+  void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
+    iq4_xs_step(w[0][b], b, xr, acc, MR);
+  }
+};
+
 }  // namespace
 
 void q2_K_tile__portable(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
@@ -190,6 +225,11 @@ void q5_K_tile__portable(const std::byte* x, int64_t x_stride, int mr, const QWe
 void q6_K_tile__portable(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
                          float* y, int64_t ldy) {
   run_tile(Q6K{}, x, x_stride, mr, w, nr, k / kQK_K, y, ldy);
+}
+
+void iq4_xs_tile__portable(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
+                           float* y, int64_t ldy) {
+  run_tile(Iq4Xs{}, x, x_stride, mr, w, nr, k / kQK_K, y, ldy);
 }
 
 }  // namespace tessera::kernels::cpu::detail
