@@ -23,7 +23,12 @@ namespace {
 std::vector<size_t> f16_scale_offsets(DType t) {
   switch (t) {
     case DType::q8_0:
-    case DType::q4_0: return {0};
+    case DType::q4_0:
+    case DType::q5_0:
+    case DType::iq4_nl:
+    case DType::iq4_xs: return {0};
+    case DType::q4_1:
+    case DType::q5_1:
     case DType::q4_K:
     case DType::q5_K: return {0, 2};
     case DType::q6_K: return {offsetof(BlockQ6_K, d)};
@@ -117,7 +122,8 @@ MatmulRoofCase run_case(ParallelFor& pf, DType dtype, int64_t n, int64_t k, int 
 std::vector<MatmulRoofCase> bench_matmul_roofs(ParallelFor& pf, int64_t n, int64_t k, int reps) {
   std::mt19937 gen(1);
   std::vector<MatmulRoofCase> out;
-  for (DType dtype : {DType::q8_0, DType::q4_0, DType::q2_K, DType::q3_K, DType::q4_K, DType::q5_K, DType::q6_K})
+  for (DType dtype : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q2_K,
+                      DType::q3_K, DType::q4_K, DType::q5_K, DType::q6_K, DType::iq4_xs})
     out.push_back(run_case(pf, dtype, n, k, reps, gen));
   return out;
 }

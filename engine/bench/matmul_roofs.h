@@ -23,8 +23,8 @@ struct MatmulRoofCase {
   double GBps() const { return median_ms > 0 ? (double)weight_bytes / median_ms / 1e6 : 0; }
 };
 
-// GEMV (m = 1) of n x k weights for each dtype with integer tiles (q8_0,
-// q4_0, q2_K, q3_K, q4_K, q5_K, q6_K), `reps` timed runs after one warm-up. Each run
+// GEMV (m = 1) of n x k weights for each quantized dtype (q8_0, q4_0, q4_1,
+// q5_0, q5_1, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs), `reps` timed runs after one warm-up. Each run
 // reads a different copy of the weights (copies enough to fill 4x the last
 // level cache), so every run streams its weights from memory as decode does,
 // and each is paired with a streaming read of as many bytes from a buffer of

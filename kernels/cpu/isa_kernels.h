@@ -18,10 +18,16 @@ namespace tessera::kernels::cpu::detail {
 //                          c = qx_correction(w_dtype); it turns an unsigned x
 //                          signed dot (VNNI's dpbusd) on offset weights exact
 //   float   d[nb]          the scale, kept in f32 (ggml rounds it to f16)
-// For q8_0 weights the avx512_vnni family folds corr to its tile's lanes,
-// int32_t corr[nb * 4], lane j = lanes j + (j + 4) of the above (that tile's
-// lane j takes bytes 4j..4j+3 and 16+4j..19+4j), so that 4 x rows (52 bytes
-// a block each) sit in L1 beside the weights.
+// For q4_1 and q5_1 weights (y = d * q + m: no offset to correct, but the
+// min needs sum(x)) the corr region holds instead
+//   float   s[nb]          s = d * sum(q), so that a block's min term is
+//                          m * s (ggml's q8_1 keeps s the same way)
+// For every weight type but q4_0 the avx512_vnni family folds corr to its
+// tile's lanes, int32_t corr[nb * 4], lane j = lanes j + (j + 4) of the
+// above (that tile's lane j takes bytes 4j..4j+3 and 16+4j..19+4j), so that
+// 4 x rows (52 bytes a block each) sit in L1 beside the weights; it keeps s
+// per lane too, float s[nb * 4], lane j = d * (the codes of its lane j), so
+// that its tile's lanes take the min term as they take the dot.
 // For q4_0 weights the avx512_vnni family uses a pair layout instead, so
 // that one dpbusd serves half of two blocks (a q4_0 block is 16 bytes):
 // per pair p of blocks (2p, 2p+1; a missing last partner is all zero)
@@ -38,13 +44,28 @@ inline int64_t qx_row_bytes(int64_t k) {
   const int64_t nb = k / kQK8_0;
   return ((nb + 1) * (32 + 32 + 4) + 63) / 64 * 64;
 }
-// q8_0 weights enter dpbusd as q + 128, q4_0 weights as their raw nibbles q + 8.
-inline int32_t qx_correction(DType w_dtype) { return w_dtype == DType::q4_0 ? 8 : 128; }
+// What a weight code is offset by where it enters an unsigned x signed dot:
+// q8_0 weights enter dpbusd as q + 128, q4_0 weights as their raw nibbles
+// q + 8, q5_0's as their raw 5-bit codes q + 16, iq4_nl's as table value +
+// 128 (avx512_vnni; the avx2 and portable tiles dot signed values and leave
+// corr unread). q4_1 and q5_1 codes are not offset: their rows hold s.
+inline int32_t qx_correction(DType w_dtype) {
+  switch (w_dtype) {
+    case DType::q4_0: return 8;
+    case DType::q5_0: return 16;
+    case DType::q4_1:
+    case DType::q5_1: return 0;
+    default: return 128;
+  }
+}
+// Whether x rows for these weights hold s (d * sum(q)) in corr's place.
+inline bool qx_holds_sums(DType w_dtype) { return w_dtype == DType::q4_1 || w_dtype == DType::q5_1; }
 inline const int8_t* qx_qs(const std::byte* row) { return reinterpret_cast<const int8_t*>(row); }
 inline const int32_t* qx_corr(const std::byte* row, int64_t nb) {
   return reinterpret_cast<const int32_t*>(row + nb * 32);
 }
 inline const float* qx_d(const std::byte* row, int64_t nb) { return reinterpret_cast<const float*>(row + nb * 64); }
+inline const float* qx_s(const std::byte* row, int64_t nb) { return reinterpret_cast<const float*>(row + nb * 32); }
 }  // namespace
 
 // Where a quantized tile finds its weight blocks: row r's block b is at
@@ -89,9 +110,10 @@ struct IsaKernels {
   Isa isa;
   const char* suffix;  // kernel-name suffix, e.g. "avx512vnni"
   QuantizeRowFn quantize_row;
-  QTileFn q8_0_tile, q4_0_tile;
+  // x rows as qx rows (above), one block of 32 per weight block.
+  QTileFn q8_0_tile, q4_0_tile, q4_1_tile, q5_0_tile, q5_1_tile, iq4_nl_tile;
   // x rows as q8_K blocks (q8_K_activations.h), weights in their GGUF layout.
-  QTileFn q2_K_tile, q3_K_tile, q4_K_tile, q5_K_tile, q6_K_tile;
+  QTileFn q2_K_tile, q3_K_tile, q4_K_tile, q5_K_tile, q6_K_tile, iq4_xs_tile;
   FTileFn f32_tile, f16_tile, bf16_tile;
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*axpy)(float a, const float* x, float* y, int64_t n);  // y += a * x
@@ -106,11 +128,16 @@ const IsaKernels& active_kernels();
 void quantize_row__portable(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_1_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q5_0_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q5_1_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void iq4_nl_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q2_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q3_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q5_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q6_K_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void iq4_xs_tile__portable(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void f32_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__portable(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
@@ -123,11 +150,16 @@ void bf16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
 void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_1_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q5_0_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q5_1_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void iq4_nl_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q2_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q3_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q5_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q6_K_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void iq4_xs_tile__avx2(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void f32_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__avx2(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
@@ -139,11 +171,16 @@ void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_1_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q5_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q5_1_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void iq4_nl_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q2_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q3_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q5_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q6_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void iq4_xs_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void f32_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);

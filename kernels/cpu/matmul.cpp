@@ -1,6 +1,8 @@
 // Matmul dispatch, blocking and threading, shared by every ISA family.
-//   q8_0, q4_0: x rows are quantized to q8 blocks in the workspace, then the
-//               ISA's integer tiles (isa_kernels.h) run over the weights.
+//   q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl: x rows are quantized to q8 blocks
+//               of 32 in the workspace (with per-block sums for q4_1 and
+//               q5_1's mins, as ggml's q8_1), then the ISA's integer tiles
+//               (isa_kernels.h) run over the weights.
 //   f32:        our tiles below kOneDnnMinRows rows (decode is memory-bound,
 //               and small-m sgemm loses to its own packing), oneDNN's sgemm
 //               from there, one sequential call per parallel chunk; our tiles
@@ -10,11 +12,9 @@
 // alone (the same for any x-row tile, any row count, any position), so apart
 // from sgemm a row's bits never depend on the other rows of the step.
 //   f16, bf16:  widened on the fly inside the tiles, FMA in f32.
-//   q2_K..q6_K: x rows are quantized to q8_K blocks (one scale per
+//   q2_K..q6_K, iq4_xs: x rows are quantized to q8_K blocks (one scale per
 //               256, sums per 16) in the workspace, then the ISA's integer
 //               tiles run over the weights in their GGUF layout.
-//   other block types (q4_1, q5_0, q5_1, iq4_nl, iq4_xs): each
-//               block dequantized to the stack, then f32 dots; correct, not tuned.
 // Work is split over groups of 4 weight rows. Inside a chunk, weight rows are
 // taken ~128 KiB at a time and every x-row tile passes over them while they
 // sit in L2, so prefill reads each weight byte from memory once.
@@ -24,7 +24,6 @@
 #include <cstring>
 #include <string>
 
-#include "core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/ew_program.h"
 #include "kernels/cpu/isa_kernels.h"
@@ -93,21 +92,35 @@ void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& i
   });
 }
 
-// The K-quants' tiles, or null for a type without them.
-detail::QTileFn k_quant_tile(const detail::IsaKernels& isa, DType t) {
+// The tiles over qx rows (isa_kernels.h), or null for a type without them.
+detail::QTileFn qx_tile(const detail::IsaKernels& isa, DType t) {
+  switch (t) {
+    case DType::q8_0: return isa.q8_0_tile;
+    case DType::q4_0: return isa.q4_0_tile;
+    case DType::q4_1: return isa.q4_1_tile;
+    case DType::q5_0: return isa.q5_0_tile;
+    case DType::q5_1: return isa.q5_1_tile;
+    case DType::iq4_nl: return isa.iq4_nl_tile;
+    default: return nullptr;
+  }
+}
+
+// The tiles over q8_K rows (q8_K_activations.h), or null for a type without them.
+detail::QTileFn q8_K_tile(const detail::IsaKernels& isa, DType t) {
   switch (t) {
     case DType::q2_K: return isa.q2_K_tile;
     case DType::q3_K: return isa.q3_K_tile;
     case DType::q4_K: return isa.q4_K_tile;
     case DType::q5_K: return isa.q5_K_tile;
     case DType::q6_K: return isa.q6_K_tile;
+    case DType::iq4_xs: return isa.iq4_xs_tile;
     default: return nullptr;
   }
 }
 
 // x rows to q8_K in the workspace, then the tiles over weight rows in the
 // standard layout (rows_x4 holds only q8_0/q4_0).
-void k_quantized(const MatmulArgs& a, ParallelFor& pf, detail::QTileFn tile_fn) {
+void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, detail::QTileFn tile_fn) {
   const int64_t xs = detail::q8_K_row_bytes(a.k);
   auto* qx = static_cast<std::byte*>(a.workspace);
   detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
@@ -151,48 +164,18 @@ bool onednn_sgemm(const MatmulArgs& a, ParallelFor& pf) {
   return ok;
 }
 
-// Block-quantized types without integer tiles of their own: each block of a
-// weight row is dequantized to the stack with the format's definition
-// (core/quant), then dotted in f32 with every x row. Correct for any block
-// type; its kernel name says "dequant" so a slow path is never silent.
-void dequant_blocks(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa) {
-  const DTypeTraits& tr = traits(a.w_dtype);
-  const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
-  const int64_t be = tr.block_elems;
-  const auto* w = static_cast<const std::byte*>(a.w);
-  const int64_t grain = std::max<int64_t>(1, kChunkBytes / row_bytes);
-  detail::parallel_for(pf, a.n, grain, [&](int64_t n0, int64_t n1) {
-    alignas(64) float buf[kQK_K];
-    for (int64_t n = n0; n < n1; ++n) {
-      const std::byte* row = w + n * row_bytes;
-      for (int64_t m = 0; m < a.m; ++m) a.y[m * a.n + n] = 0.0f;
-      for (int64_t b = 0; b < a.k / be; ++b) {
-        dequantize_row(a.w_dtype, row + b * tr.block_bytes, buf, be);
-        for (int64_t m = 0; m < a.m; ++m) a.y[m * a.n + n] += isa.dot(a.x + m * a.k + b * be, buf, be);
-      }
-    }
-    epilogue(a, 0, a.m, n0, n1);
-  });
-}
-
 }  // namespace
 
 bool matmul_supports(DType w_dtype) {
-  switch (w_dtype) {
-    case DType::f32:
-    case DType::f16:
-    case DType::bf16:
-    case DType::q8_0:
-    case DType::q4_0: return true;
-    case DType::i8:
-    case DType::i32: return false;
-    default: return traits(w_dtype).quantized && traits(w_dtype).block_elems <= kQK_K;
-  }
+  if (w_dtype == DType::f32 || w_dtype == DType::f16 || w_dtype == DType::bf16) return true;
+  const detail::IsaKernels& isa = detail::active_kernels();
+  return qx_tile(isa, w_dtype) != nullptr || q8_K_tile(isa, w_dtype) != nullptr;
 }
 
 size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k) {
-  if (w_dtype == DType::q8_0 || w_dtype == DType::q4_0) return (size_t)(m * detail::qx_row_bytes(k));
-  if (k_quant_tile(detail::active_kernels(), w_dtype) != nullptr) return (size_t)(m * detail::q8_K_row_bytes(k));
+  const detail::IsaKernels& isa = detail::active_kernels();
+  if (qx_tile(isa, w_dtype) != nullptr) return (size_t)(m * detail::qx_row_bytes(k));
+  if (q8_K_tile(isa, w_dtype) != nullptr) return (size_t)(m * detail::q8_K_row_bytes(k));
   return 0;
 }
 
@@ -201,9 +184,6 @@ std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant) {
   const std::string isa = detail::active_kernels().suffix;
   const std::string shape = m == 1 ? "gemv" : "gemm";
   if (w_dtype == DType::f32 && m >= kOneDnnMinRows && !batch_invariant) return "f32_gemm__onednn";
-  if (w_dtype != DType::q8_0 && w_dtype != DType::q4_0 && traits(w_dtype).quantized &&
-      k_quant_tile(detail::active_kernels(), w_dtype) == nullptr)
-    return std::string(name(w_dtype)) + "_dequant_" + shape + "__" + isa;
   return std::string(name(w_dtype)) + "_" + shape + "__" + isa;
 }
 
@@ -221,12 +201,10 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
       return plain(a, pf, isa.f32_tile);
     case DType::f16: return plain(a, pf, isa.f16_tile);
     case DType::bf16: return plain(a, pf, isa.bf16_tile);
-    case DType::q8_0: return quantized(a, pf, isa, isa.q8_0_tile);
-    case DType::q4_0: return quantized(a, pf, isa, isa.q4_0_tile);
     default:
-      if (detail::QTileFn tile = k_quant_tile(isa, a.w_dtype)) return k_quantized(a, pf, tile);
-      if (traits(a.w_dtype).quantized) dequant_blocks(a, pf, isa);  // matmul_supports admits no other type
-      return;
+      if (detail::QTileFn tile = qx_tile(isa, a.w_dtype)) return quantized(a, pf, isa, tile);
+      if (detail::QTileFn tile = q8_K_tile(isa, a.w_dtype)) return q8_K_quantized(a, pf, tile);
+      return;  // matmul_supports admits no other type
   }
 }
 

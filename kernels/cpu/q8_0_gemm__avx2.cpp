@@ -11,6 +11,7 @@ void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row
   auto* qs = reinterpret_cast<int8_t*>(row);
   auto* corr = const_cast<int32_t*>(qx_corr(row, nb));
   auto* ds = const_cast<float*>(qx_d(row, nb));
+  const bool sums = qx_holds_sums(w_dtype);
   const __m256i neg_c = _mm256_set1_epi32(-qx_correction(w_dtype));
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256i ones8 = _mm256_set1_epi8(1);
@@ -35,7 +36,14 @@ void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row
     const __m256i q = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQK8_0), q);
     const __m256i lane_sums = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + b * 8), _mm256_mullo_epi32(lane_sums, neg_c));
+    if (sums) {  // q4_1, q5_1: s = d * sum(q)
+      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(lane_sums), _mm256_extracti128_si256(lane_sums, 1));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+      reinterpret_cast<float*>(corr)[b] = d * (float)_mm_cvtsi128_si32(s4);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + b * 8), _mm256_mullo_epi32(lane_sums, neg_c));
+    }
   }
 }
 

@@ -59,13 +59,20 @@ void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byt
   auto* qs = reinterpret_cast<int8_t*>(row);
   auto* corr = const_cast<int32_t*>(qx_corr(row, nb));
   auto* ds = const_cast<float*>(qx_d(row, nb));
+  const bool sums = qx_holds_sums(w_dtype);
   const __m256i neg_c = _mm256_set1_epi32(-qx_correction(w_dtype));
   for (int64_t b = 0; b < nb; ++b) {
     const __m256i q = quantize_block(x + b * kQK8_0, ds + b);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQK8_0), q);
     // Lanes c0..c7 (4 codes each) folded to the tile's lanes (isa_kernels.h):
     // lane j takes bytes 4j..4j+3 and 16+4j..19+4j, so c_j + c_(j+4).
-    const __m256i c = _mm256_mullo_epi32(lane_sums(q), neg_c);
+    const __m256i ls = lane_sums(q);
+    if (sums) {  // q4_1, q5_1: s lanes, d * the folded sums
+      const __m128i folded = _mm_add_epi32(_mm256_castsi256_si128(ls), _mm256_extracti128_si256(ls, 1));
+      _mm_storeu_ps(reinterpret_cast<float*>(corr + b * 4), _mm_mul_ps(_mm_cvtepi32_ps(folded), _mm_set1_ps(ds[b])));
+      continue;
+    }
+    const __m256i c = _mm256_mullo_epi32(ls, neg_c);
     const __m128i folded = _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(corr + b * 4), folded);
   }

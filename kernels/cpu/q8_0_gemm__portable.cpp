@@ -21,6 +21,12 @@ void quantize_row__portable(DType w_dtype, const float* x, int64_t k, std::byte*
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     ds[b] = d;
     for (int j = 0; j < kQK8_0; ++j) qs[b * kQK8_0 + j] = (int8_t)std::roundf(xb[j] * id);
+    if (qx_holds_sums(w_dtype)) {  // q4_1, q5_1: s = d * sum(q)
+      int32_t sum = 0;
+      for (int j = 0; j < kQK8_0; ++j) sum += qs[b * kQK8_0 + j];
+      reinterpret_cast<float*>(corr)[b] = d * (float)sum;
+      continue;
+    }
     for (int l = 0; l < 8; ++l) {
       const int8_t* q = qs + b * kQK8_0 + 4 * l;
       corr[b * 8 + l] = -c * (q[0] + q[1] + q[2] + q[3]);

@@ -1,6 +1,6 @@
 #pragma once
 // Private to kernels/cpu: x rows quantized for the K-quant integer tiles
-// (q2_K, q3_K, q4_K, q5_K, q6_K), as llama.cpp's block_q8_K. One block per 256 elements
+// (q2_K, q3_K, q4_K, q5_K, q6_K) and the iq4_xs tiles, as llama.cpp's block_q8_K. One block per 256 elements
 // of a row; row r of the workspace starts at base + r * q8_K_row_bytes(k).
 // The bsums make the weights' per-sub-block offsets cheap: q4_K/q5_K's
 // "- min" term is sum_s min_s * (bsums[2s] + bsums[2s+1]) (q2_K's the same

@@ -158,13 +158,26 @@ inline std::vector<std::byte> random_weights(DType t, int64_t n, int64_t k, Rng&
   return w;
 }
 
-// The CPU matmuls that quantize x to 8 bits before integer dots: q8_0 and
-// q4_0 in blocks of 32 (q8_0's activations), the K-quants with integer tiles
-// in blocks of 256 (q8_K). 0 for the others, which keep x in f32.
+// The CPU matmuls that quantize x to 8 bits before integer dots: the
+// 32-element block types in blocks of 32 (q8_0's activations, with sums for
+// q4_1/q5_1 as ggml's q8_1), the K-quants and iq4_xs in blocks of 256
+// (q8_K). 0 for the others (f32, f16, bf16), which keep x in f32.
 inline int64_t x_quant_block(DType t) {
-  if (t == DType::q8_0 || t == DType::q4_0) return kQK8_0;
-  if (t == DType::q2_K || t == DType::q3_K || t == DType::q4_K || t == DType::q5_K || t == DType::q6_K) return kQK_K;
-  return 0;
+  switch (t) {
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::q4_1:
+    case DType::q5_0:
+    case DType::q5_1:
+    case DType::iq4_nl: return kQK8_0;
+    case DType::q2_K:
+    case DType::q3_K:
+    case DType::q4_K:
+    case DType::q5_K:
+    case DType::q6_K:
+    case DType::iq4_xs: return kQK_K;
+    default: return 0;
+  }
 }
 inline bool quantizes_x(DType t) { return x_quant_block(t) != 0; }
 // Weight formats with a per-block offset (y = d * q - min): random blocks

@@ -61,8 +61,8 @@ const DType kWeightTypes[] = {DType::f32,  DType::f16,  DType::bf16, DType::q8_0
                               DType::q5_K, DType::q6_K, DType::iq4_xs};
 
 // A device's matmul against the reference: the CPU quantizes activations to
-// 8 bits for q8_0, q4_0 and the K-quants, as ggml does, and is held to that
-// rounding's per-output worst case; every other path dequantizes the weights
+// 8 bits for every quantized weight type, as ggml does, and is held to that
+// rounding's per-output worst case; the other devices dequantize the weights
 // and sums f32 products (Vulkan: the scale once per 16 or 32 products, a min
 // as min * Σx), so rounding alone separates them, and that worst case holds
 // for them too (the check below takes it wherever the CPU quantizes x).
@@ -99,8 +99,8 @@ TEST_CASE("matmul matches the reference on every device for every weight dtype, 
       ref::matmul(a);
       OpCase c{OpKind::matmul, NoParams{}, {weight_f32(Shape{s.m, s.k}, x), {OpInput::weight, TensorDesc::contiguous(wdt, Shape{s.n, s.k}), w, StepField::none}}};
       plain_step(c, 1);
-      // Devices that quantize x to 8 bits (q8_0, q4_0, the K-quants with
-      // integer tiles, as ggml does) meet its per-output worst case
+      // Devices that quantize x to 8 bits (the CPU for every quantized
+      // type, as ggml does) meet its per-output worst case
       // (conformance.h; a relative norm is fragile for one x row with
       // per-block mins); the rest keep x in f32: 1e-5 relative.
       const std::vector<float> worst = quantizes_x(wdt) ? q8_error_bound(wdt, x, w, s.m, s.n, s.k) : std::vector<float>{};

@@ -16,16 +16,15 @@ struct Shape {
 // Relative-error bounds, ||y - ref|| / ||ref||:
 //  f32, f16, bf16: the weights are exact in f32 on both sides, so only f32
 //    accumulation order differs from the f64 reference: 1e-5.
-//  q8_0, q4_0: the CPU quantizes x to q8 blocks (8-bit, one scale per 32),
-//    which alone costs ~0.4% rms for uniform x; the reference does not: 1e-2.
-//    (Checked where there are >= 32 outputs; a handful of dots can cancel to
-//    a tiny ||ref||. Every output also meets the worst case, q8_error_bound
-//    in conformance.h.)
-//  q2_K, q3_K, q4_K, q5_K, q6_K: the CPU quantizes x to q8_K blocks (8-bit, one scale
-//    per 256): for uniform x the largest |x| of 256 is as close to the range
-//    end as that of 32, so the rms cost is the same ~0.4%: 1e-2, and the
-//    worst case (q8_error_bound, conformance.h) with d per 256.
-//  the other block types: x stays f32 (dequantize-then-dot): 1e-5.
+//  q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl: the CPU quantizes x to q8 blocks
+//    (8-bit, one scale per 32), which alone costs ~0.4% rms for uniform x;
+//    the reference does not: 1e-2. (Checked where there are >= 32 outputs; a
+//    handful of dots can cancel to a tiny ||ref||. Every output also meets
+//    the worst case, q8_error_bound in conformance.h.)
+//  q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs: the CPU quantizes x to q8_K blocks
+//    (8-bit, one scale per 256): for uniform x the largest |x| of 256 is as
+//    close to the range end as that of 32, so the rms cost is the same
+//    ~0.4%: 1e-2, and the worst case (q8_error_bound, conformance.h) with d per 256.
 double bound(DType t) { return quantizes_x(t) ? 1e-2 : 1e-5; }
 
 std::vector<float> run_reference(DType t, const std::vector<float>& x, const std::vector<std::byte>& w, Shape s) {
@@ -92,11 +91,13 @@ TEST_CASE("q2_K, q3_K, q4_K, q5_K and q6_K matmul match reference within activat
     check_shapes(t, kSuperBlockShapes, 106 + (uint64_t)t);
 }
 
-TEST_CASE("q4_1, q5_0, q5_1 and iq4_nl matmul match reference at odd shapes on every ISA") {
+TEST_CASE(
+    "q4_1, q5_0, q5_1 and iq4_nl matmul match reference within activation-quantization error at odd shapes on every "
+    "ISA") {
   for (DType t : {DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl}) check_shapes(t, kBlockShapes, 120 + (uint64_t)t);
 }
 
-TEST_CASE("iq4_xs matmul matches reference at odd shapes on every ISA") {
+TEST_CASE("iq4_xs matmul matches reference within activation-quantization error at odd shapes on every ISA") {
   check_shapes(DType::iq4_xs, kSuperBlockShapes, 140 + (uint64_t)DType::iq4_xs);
 }
 
@@ -119,9 +120,10 @@ TEST_CASE("matmul matches reference at 25 random shapes per weight dtype (m 1..2
 // exactly, so the integer paths must then agree with the reference to f32
 // rounding: this catches block, lane, scale and offset mistakes that the
 // 1e-2 bound above would let through.
-TEST_CASE("q8_0, q4_0 and q2_K..q6_K matmul are exact to f32 rounding when x is exactly representable in q8") {
+TEST_CASE("every quantized matmul is exact to f32 rounding when x is exactly representable in q8") {
   Rng rng(107);
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q2_K, DType::q3_K, DType::q4_K, DType::q5_K, DType::q6_K}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q2_K,
+                  DType::q3_K, DType::q4_K, DType::q5_K, DType::q6_K, DType::iq4_xs}) {
     const int64_t xb = x_quant_block(t);
     const std::vector<Shape> shapes = xb == kQK_K ? std::vector<Shape>{{1, 37, 256}, {7, 33, 512}, {17, 12, 768}, {1, 260, 1024}}
                                                   : std::vector<Shape>{{1, 37, 96}, {7, 33, 96}, {17, 12, 256}, {1, 260, 1024}};
@@ -161,6 +163,9 @@ TEST_CASE("matmul kernel names say dtype, shape and ISA") {
   CHECK(cpu::matmul_workspace_bytes(DType::q8_0, 7, 64) >= 7 * 2 * sizeof(BlockQ8_0));
   // q8_K: per 256 x elements a f32 scale, 256 int8 and 16 int16 sums.
   CHECK(cpu::matmul_workspace_bytes(DType::q4_K, 7, 512) >= 7 * 2 * (4 + 256 + 32));
+  CHECK(cpu::matmul_workspace_bytes(DType::iq4_xs, 7, 512) >= 7 * 2 * (4 + 256 + 32));
+  // q8 blocks with their sums (q4_1, q5_1): per 32 x elements a scale, 32 int8 and a sum.
+  CHECK(cpu::matmul_workspace_bytes(DType::q5_1, 7, 64) >= 7 * 2 * (4 + 32 + 4));
   for_each_isa([&](cpu::Isa isa) {
     const std::string sfx = isa == cpu::Isa::avx512_vnni ? "avx512vnni" : std::string(cpu::name(isa));
     CHECK(cpu::matmul_kernel_name(DType::q8_0, 1) == "q8_0_gemv__" + sfx);
@@ -174,7 +179,18 @@ TEST_CASE("matmul kernel names say dtype, shape and ISA") {
     CHECK(cpu::matmul_kernel_name(DType::q6_K, 1) == "q6_K_gemv__" + sfx);
     CHECK(cpu::matmul_kernel_name(DType::q3_K, 1) == "q3_K_gemv__" + sfx);
     CHECK(cpu::matmul_kernel_name(DType::q2_K, 5) == "q2_K_gemm__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::iq4_xs, 1) == "iq4_xs_dequant_gemv__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::q4_1, 1) == "q4_1_gemv__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::q5_0, 7) == "q5_0_gemm__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::q5_1, 1) == "q5_1_gemv__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::iq4_nl, 3) == "iq4_nl_gemm__" + sfx);
+    CHECK(cpu::matmul_kernel_name(DType::iq4_xs, 1) == "iq4_xs_gemv__" + sfx);
+    // Every quantized type has integer tiles: no kernel name says "dequant".
+    for (int t = 0; t < kDTypeCount; ++t)
+      for (int64_t m : {1, 7}) {
+        const std::string kernel = cpu::matmul_kernel_name((DType)t, m);
+        CHECK_MESSAGE(kernel.find("dequant") == std::string::npos, kernel);
+        if (traits((DType)t).quantized) CHECK_MESSAGE(kernel != "unsupported", std::string(name((DType)t)));
+      }
     CHECK(cpu::matmul_kernel_name(DType::i8, 1) == "unsupported");
   });
 }
