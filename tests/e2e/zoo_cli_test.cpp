@@ -12,6 +12,7 @@
 
 #include "engine/formats/gguf.h"
 #include "support/cli.h"
+#include "support/zoo_reference.h"
 
 using namespace tessera::testing;
 
@@ -24,31 +25,7 @@ std::vector<float> read_f32(const std::string& path) {
   return v;
 }
 
-// Line n (0-based) of greedy.tsv for `file`: prompt ids and llama.cpp's whole id sequence.
-std::pair<std::string, std::string> greedy_line(const std::string& file, int n) {
-  std::istringstream in(read_file(shared_path("reference/zoo/greedy.tsv")));
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream cols(line);
-    std::string f, prompt, ids;
-    std::getline(cols, f, '\t');
-    std::getline(cols, prompt, '\t');
-    std::getline(cols, ids, '\t');
-    if (f == file && n-- == 0) return {prompt, ids};
-  }
-  FAIL("no line for " << file);
-  return {};
-}
-
-double row_nmse(const float* a, const float* b, int n) {
-  double num = 0, den = 0;
-  for (int i = 0; i < n; ++i) {
-    num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-    den += (double)b[i] * b[i];
-  }
-  return num / den;
-}
-
-constexpr int kVocab = 512;
+constexpr size_t kVocab = kZooVocab;
 
 }  // namespace
 
@@ -71,39 +48,31 @@ TEST_CASE("info gives bits per weight, each type's share and each role's types f
 }
 
 TEST_CASE("run --logits-out writes llama.cpp's logits of every computed position (prompt rows, then generated)") {
-  struct Case {
-    const char* file;
-    double nmse;  // the zoo README's bound for the file's types
-  };
-  for (const Case& c : {Case{"q-llama-Q4_K_M.gguf", 5e-3}, Case{"q-llama-Q6_K-pure.gguf", 5e-3}, Case{"q-llama-f16.gguf", 1e-5}}) {
-    const std::string file = c.file;
-    CAPTURE(file);
-    const auto [prompt, ids] = greedy_line(c.file, 0);
-    const std::vector<float> ref = read_f32(shared_path("reference/zoo/" + std::string(c.file).substr(0, std::strlen(c.file) - 5) + ".p0.logits.f32"));
-    const int ref_rows = (int)(ref.size() / kVocab);
+  for (const char* name : {"q-llama-Q4_K_M", "q-llama-Q6_K-pure", "q-llama-f16"}) {
+    const ZooFile& z = *std::find_if(zoo_files().begin(), zoo_files().end(), [&](const ZooFile& f) { return f.name == name; });
+    CAPTURE(z.name);
+    const ZooCase c = zoo_cases(z.name).front();
+    const size_t ref_rows = c.logits.size() / kVocab;
     // Teacher forcing: the whole id sequence but its last token as the prompt, no token sampled.
-    const std::string fed = ids.substr(0, ids.rfind(','));
+    const std::vector<int32_t> fed(c.full.begin(), c.full.end() - 1);
     const std::string out = temp_dir() + "/zoo_logits.f32";
-    const auto r = run_tessera({"run", "-m", shared_path("models/zoo/" + std::string(c.file)), "--prompt-ids", fed, "-n",
+    const auto r = run_tessera({"run", "-m", shared_path("models/zoo/" + z.name + ".gguf"), "--prompt-ids", join_ids(fed), "-n",
                                 std::to_string(ref_rows), "--temp", "0", "--print-ids", "--logits-out", out});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     const std::vector<float> got = read_f32(out);
-    REQUIRE(got.size() == ref.size());
-    double worst = 0;
-    for (int row = 0; row < ref_rows; ++row) worst = std::max(worst, row_nmse(&got[(size_t)row * kVocab], &ref[(size_t)row * kVocab], kVocab));
-    MESSAGE(c.file << ": worst row NMSE " << worst);
-    CHECK(worst <= c.nmse);
+    REQUIRE(got.size() == c.logits.size());
+    check_rows(z, compare_rows(got, c.logits), "run --logits-out, p0 teacher-forced");
   }
   // Generating: P prompt rows, then one per generated token fed back (the last one's are not computed).
-  const auto [prompt, ids] = greedy_line("q-llama-Q4_K_M.gguf", 1);
-  const int p = (int)std::count(prompt.begin(), prompt.end(), ',') + 1;
+  const ZooCase c = zoo_cases("q-llama-Q4_K_M")[1];
+  const size_t p = c.prompt.size();
   const std::string out = temp_dir() + "/zoo_logits_gen.f32";
-  const auto r = run_tessera({"run", "-m", shared_path("models/zoo/q-llama-Q4_K_M.gguf"), "--prompt-ids", prompt, "-n", "12",
+  const auto r = run_tessera({"run", "-m", shared_path("models/zoo/q-llama-Q4_K_M.gguf"), "--prompt-ids", join_ids(c.prompt), "-n", "12",
                               "--temp", "0", "--print-ids", "--logits-out", out});
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  const int generated = (int)std::count(r.out.begin(), r.out.end(), ',') + 1 - p;
+  const size_t generated = (size_t)std::count(r.out.begin(), r.out.end(), ',') + 1 - p;
   CHECK(generated == 12 - p + 1);
-  CHECK(read_f32(out).size() == (size_t)(p + generated - 1) * kVocab);
+  CHECK(read_f32(out).size() == (p + generated - 1) * kVocab);
 }
 
 TEST_CASE("run --logits-out refuses a prompts file and an unwritable path in one line") {
