@@ -52,6 +52,84 @@ Expected<MatmulTile> matmul_tile(const TileParams& t, DeviceContext& dev) {
   return m;
 }
 
+// ggml's activation grid for a weight type: the q8 block its CPU vec_dot
+// quantizes x to (q8_0 / q8_1: 32 elements, d in f16; q8_K: 256, d in f32),
+// kernels/vulkan/q8_round_rows.comp. Plain weights take x as it is.
+struct ActivationGrid {
+  uint32_t block = 0;  // 0: none
+  bool f16_scale = false;
+};
+
+// Every case named, no default: a new dtype is a -Wswitch warning here.
+ActivationGrid activation_grid(DType t) {
+  switch (t) {
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::q4_1:
+    case DType::q5_0:
+    case DType::q5_1:
+    case DType::iq4_nl: return {32, true};
+    case DType::q2_K:
+    case DType::q3_K:
+    case DType::q4_K:
+    case DType::q5_K:
+    case DType::q6_K:
+    case DType::iq4_xs: return {256, false};
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16:
+    case DType::i8:
+    case DType::i32: return {};
+  }
+  return {};
+}
+
+bool same_range(const TensorBinding& a, const TensorBinding& b) {
+  return a.buffer == b.buffer && a.offset == b.offset && a.bytes == b.bytes;
+}
+
+bool overlaps(const TensorBinding& a, const TensorBinding& b) {
+  return a.buffer && a.buffer == b.buffer && a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+}
+
+// x rounded to `grid` in scratch, for the matmul to read in place of x. Where
+// an earlier dispatch already rounded the same x to the same grid and nothing
+// since has written x or that copy (q, k and v projections, gate and up), the
+// copy is reused: one rounding, and no barrier between the matmuls.
+Expected<TensorBinding> rounded_activations(const TensorBinding& xb, ActivationGrid grid, uint64_t m_max, uint64_t k,
+                                            uint32_t kind, EncodeContext& ctx, std::vector<EncodedDispatch>& out) {
+  const std::vector<uint32_t> spec = {grid.block, grid.f16_scale ? 1u : 0u};
+  std::vector<TensorBinding> written_since;
+  for (size_t i = out.size(); i-- > 0;) {
+    const EncodedDispatch& e = out[i];
+    if (e.shader == "q8_round_rows" && e.spec == spec && same_range(e.bindings[0], xb)) {
+      TensorBinding copy = e.bindings[1];
+      if (std::any_of(written_since.begin(), written_since.end(), [&](const TensorBinding& w) { return overlaps(w, copy); }))
+        break;  // the copy was overwritten (the scratch is shared)
+      copy.written = false;
+      return copy;
+    }
+    bool x_changed = false;
+    for (const TensorBinding& b : e.bindings)
+      if (b.written) {
+        written_since.push_back(b);
+        x_changed = x_changed || overlaps(b, xb);
+      }
+    if (x_changed) break;
+  }
+  TS_ASSIGN_OR_RETURN(TensorBinding rounded, ctx.scratch(m_max * k * sizeof(float)));
+  rounded.written = true;
+  EncodedDispatch e;
+  e.shader = "q8_round_rows";
+  e.spec = spec;
+  e.bindings = {xb, rounded};
+  e.push = {(uint32_t)k, kind, (uint32_t)m_max};
+  spread_groups(ceil_div(m_max * (k / grid.block), 64), ctx.device().limits(), e.groups);
+  out.push_back(std::move(e));
+  rounded.written = false;
+  return rounded;
+}
+
 }  // namespace
 
 Status encode_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedDispatch>& out) {
@@ -75,9 +153,16 @@ Status encode_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedD
   const bool gemv = !invariant && (m_max <= kGemvMaxRows || y.rows == RowCount::logit_rows);
   const bool gemm = invariant || m_max > kGemvMaxRows;
 
-  const TensorBinding xb = ctx.bind(x, false), wb = ctx.bind(w, false), yb = ctx.bind(y, true);
+  TensorBinding xb = ctx.bind(x, false);
+  const TensorBinding wb = ctx.bind(w, false), yb = ctx.bind(y, true);
   const uint64_t chunk = rows_per_binding(ctx.device(), row_bytes);
   TS_ASSIGN_OR_RETURN(const MatmulTile tile, matmul_tile(d.tile, ctx.device()));
+  // Block-quantized weights multiply x as ggml's CPU backend rounds it
+  // (docs/backends.md, "Vulkan weight types"): the shaders, unchanged, read
+  // the rounded copy. (k is a whole number of weight blocks, so of grid blocks.)
+  if (const ActivationGrid grid = activation_grid(w.desc.dtype); grid.block != 0) {
+    TS_ASSIGN_OR_RETURN(xb, rounded_activations(xb, grid, m_max, k, kind, ctx, out));
+  }
   const uint64_t gemv_rows = tile.gemv_rows;
   // x rows per gemm tile: the tile's, or for a bucket of fewer rows the
   // power of two (8 at least) that holds them, so a decode bucket computes

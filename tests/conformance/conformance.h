@@ -187,21 +187,92 @@ inline bool has_block_mins(DType t) {
   return t == DType::q4_1 || t == DType::q5_1 || t == DType::q2_K || t == DType::q4_K || t == DType::q5_K;
 }
 
+// ggml's activation grid for weight type t: the q8 block its CPU vec_dot
+// rounds x to before integer dots. q8_0, q4_0, q5_0, iq4_nl take q8_0 and
+// q4_1, q5_1 q8_1 (32 elements, d = max|x| / 127 stored as f16); the
+// K-quants and iq4_xs take q8_K (256 elements, d in f32). 0 for plain types.
+// The Vulkan matmuls round x to it for every block type; the CPU's do for
+// those of x_quant_block, with d kept in f32.
+struct Q8Grid {
+  int64_t block = 0;
+  bool f16_scale = false;
+};
+inline Q8Grid ggml_q8_grid(DType t) {
+  if (!traits(t).quantized) return {};
+  return traits(t).block_elems == kQK_K ? Q8Grid{kQK_K, false} : Q8Grid{kQK8_0, true};
+}
+
+// x rounded to a q8 grid, as the test's own oracle: per block, amax = max|x|,
+// q = round-half-even(x * 127/amax) (ggml's x86 quantizers), and q * d with
+// d = amax / 127 rounded to f16 (q8_0, q8_1) or d = 1 / (127/amax) in f32
+// (q8_K: quantize_row_q8_K_ref's 1/iscale, its sign cancelling in q * d).
+inline std::vector<float> round_to_q8_grid(const std::vector<float>& x, Q8Grid g) {
+  std::vector<float> out(x.size());
+  for (size_t b = 0; b < x.size() / (size_t)g.block; ++b) {
+    const float* xb = x.data() + b * (size_t)g.block;
+    float amax = 0.0f;
+    for (int64_t j = 0; j < g.block; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    const float iscale = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const float d = g.f16_scale ? f16_to_f32(f32_to_f16(amax / 127.0f)) : (amax > 0.0f ? 1.0f / iscale : 0.0f);
+    for (int64_t j = 0; j < g.block; ++j) {
+      const float q = std::fmin(std::fmax(std::nearbyint(xb[j] * iscale), -127.0f), 127.0f);
+      out[b * (size_t)g.block + (size_t)j] = q * d;
+    }
+  }
+  return out;
+}
+
+// x moved off the ties of rounding to `g`: per block, scaled by 1.001 until
+// d = max|x| / 127 is not within 64 f32 ulps of a tie of its f16 rounding
+// (f16 grids), and each element whose x * 127/amax lies within 0.01 of a
+// half-integer moved 0.02 steps of d towards zero. A device whose division
+// differs from IEEE by an ulp or two (Vulkan allows 2.5) then rounds every
+// q as the oracle round_to_q8_grid does.
+inline void keep_off_q8_ties(std::vector<float>& x, Q8Grid g) {
+  for (size_t b = 0; b < x.size() / (size_t)g.block; ++b) {
+    float* xb = x.data() + b * (size_t)g.block;
+    auto amax_of = [&] {
+      float a = 0.0f;
+      for (int64_t j = 0; j < g.block; ++j) a = std::fmax(a, std::fabs(xb[j]));
+      return a;
+    };
+    for (int tries = 0; g.f16_scale && tries < 100; ++tries) {
+      const float d = amax_of() / 127.0f;
+      // d in units of its f16 step (2^-24 below f16's smallest normal, 2^-14)
+      const float step = d < 6.103515625e-05f ? 5.9604644775390625e-08f : std::ldexp(1.0f, std::ilogb(d) - 10);
+      const float units = d / step;  // exact: a power-of-two scaling
+      if (std::fabs(units - std::floor(units) - 0.5f) > 64.0f * std::ldexp(1.0f, -23) * units) break;
+      for (int64_t j = 0; j < g.block; ++j) xb[j] *= 1.001f;
+    }
+    const float amax = amax_of();
+    if (amax == 0.0f) continue;
+    const float iscale = 127.0f / amax, d = amax / 127.0f;
+    for (int64_t j = 0; j < g.block; ++j) {
+      const float v = std::fabs(xb[j]) * iscale;
+      if (std::fabs(v - std::floor(v) - 0.5f) < 0.01f) xb[j] -= std::copysign(0.02f * d, xb[j]);
+    }
+  }
+}
+
 // Worst case of 8-bit activation rounding for each output: |x - x'| <= d/2
-// with d = max|x in block| / 127, so |y - ref| <= sum_j |w_j| * d_j / 2, plus
-// f32 accumulation slack. Per-output, so it holds where a relative norm does
+// with d = max|x in block| / 127 (of `xb` elements; x_quant_block(t) unless
+// given), plus, where d is stored as f16 (ggml's q8_0 and q8_1), 127 times
+// d's f16 rounding error, so |y - ref| <= sum_j |w_j| * bound_j, plus f32
+// accumulation slack. Per-output, so it holds where a relative norm does
 // not: with positive per-block mins (q4_K, q5_K) and one x row, every output
 // is mostly the same multiple of sum(x), and ||ref|| can be near zero by
 // chance while the rounding error is not. A device that quantizes x in
 // smaller blocks than x_quant_block(t) (or not at all) meets it too.
 inline std::vector<float> q8_error_bound(DType t, const std::vector<float>& x, const std::vector<std::byte>& w, int64_t m,
-                                         int64_t n, int64_t k) {
-  const int64_t xb = x_quant_block(t);
+                                         int64_t n, int64_t k, Q8Grid grid = {}) {
+  const int64_t xb = grid.block ? grid.block : x_quant_block(t);
   std::vector<float> half_d((size_t)(m * k)), wrow((size_t)k), out((size_t)(m * n));
   for (int64_t b = 0; b < m * k / xb; ++b) {
     float amax = 0.0f;
     for (int64_t j = 0; j < xb; ++j) amax = std::fmax(amax, std::fabs(x[(size_t)(b * xb + j)]));
-    for (int64_t j = 0; j < xb; ++j) half_d[(size_t)(b * xb + j)] = amax / 127.0f / 2.0f;
+    const float d = amax / 127.0f;
+    const float f16_error = grid.f16_scale ? 127.0f * std::fabs(d - f16_to_f32(f32_to_f16(d))) : 0.0f;
+    for (int64_t j = 0; j < xb; ++j) half_d[(size_t)(b * xb + j)] = d / 2.0f + f16_error;
   }
   for (int64_t r = 0; r < n; ++r) {
     dequantize_row(t, w.data() + r * bytes_for(t, k), wrow.data(), k);

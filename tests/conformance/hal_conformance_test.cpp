@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <string>
+#include <type_traits>
 
 #include "conformance.h"
 #include "hal_harness.h"
@@ -35,7 +37,7 @@ void plain_step(OpCase& c, int32_t n) {
   c.block_tables = {0};
 }
 
-// Runs the case on every device; `check` compares one device's output.
+// Runs the case on every device; `check` compares one device's output (given the device too where it takes two arguments).
 template <class Check>
 void on_every_device(const OpCase& c, OpKind op, DType wdt, Check check) {
   auto& devices = devices_under_test();
@@ -50,7 +52,8 @@ void on_every_device(const OpCase& c, OpKind op, DType wdt, Check check) {
     }
     auto out = run_op(*d.device, c);
     REQUIRE_MESSAGE(out.has_value(), out.status().message());
-    check(*out);
+    if constexpr (std::is_invocable_v<Check, const DeviceUnderTest&, decltype(*out)>) check(d, *out);
+    else check(*out);
   }
 }
 
@@ -60,12 +63,28 @@ const DType kWeightTypes[] = {DType::f32,  DType::f16,  DType::bf16, DType::q8_0
                               DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q2_K, DType::q3_K, DType::q4_K,
                               DType::q5_K, DType::q6_K, DType::iq4_xs};
 
-// A device's matmul against the reference: the CPU quantizes activations to
-// 8 bits for every quantized weight type, as ggml does, and is held to that
-// rounding's per-output worst case; the other devices dequantize the weights
-// and sums f32 products (Vulkan: the scale once per 16 or 32 products, a min
-// as min * Σx), so rounding alone separates them, and that worst case holds
-// for them too (the check below takes it wherever the CPU quantizes x).
+// A device's matmul against the reference (x in f32, f64 sums). With
+// block-quantized weights a device may first round x to ggml's q8 grid
+// (conformance.h ggml_q8_grid), as llama.cpp's CPU backend does: every
+// device is held to that rounding's per-output worst case (a relative norm
+// is fragile for one x row with per-block mins), and then, where its backend
+// states how it rounds x (x_rounding below), to the reference on x rounded
+// that way by the test's own oracle, within 1e-5: that pins the block size,
+// the scale and its f16 rounding, and the round-to-even.
+// Plain weights keep x in f32 everywhere: 1e-5 against the reference.
+
+// How a backend rounds x for a matmul with `wdt` weights; nullopt: not stated.
+std::optional<Q8Grid> x_rounding(const std::string& label, DType wdt) {
+  const std::string backend = label.substr(0, label.find(':'));
+  if (backend == "cpu") {
+    // kernels/cpu/matmul.cpp: the 32-element block types to 32-element
+    // blocks with d kept in f32; q2_K..q6_K and iq4_xs to q8_K.
+    if (x_quant_block(wdt) == 0) return Q8Grid{};
+    return Q8Grid{x_quant_block(wdt), false};
+  }
+  if (backend == "vulkan") return ggml_q8_grid(wdt);  // kernels/vulkan/q8_round_rows.comp, every block type
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -85,7 +104,9 @@ TEST_CASE("matmul matches the reference on every device for every weight dtype, 
       CAPTURE(s.m);
       CAPTURE(s.n);
       CAPTURE(s.k);
-      const auto x = rng.floats((size_t)(s.m * s.k));
+      auto x = rng.floats((size_t)(s.m * s.k));
+      const Q8Grid grid = ggml_q8_grid(wdt);
+      if (grid.block) keep_off_q8_ties(x, grid);
       const auto w = random_weights(wdt, s.n, s.k, rng);
       std::vector<float> expect((size_t)(s.m * s.n));
       MatmulArgs a;
@@ -99,15 +120,29 @@ TEST_CASE("matmul matches the reference on every device for every weight dtype, 
       ref::matmul(a);
       OpCase c{OpKind::matmul, NoParams{}, {weight_f32(Shape{s.m, s.k}, x), {OpInput::weight, TensorDesc::contiguous(wdt, Shape{s.n, s.k}), w, StepField::none}}};
       plain_step(c, 1);
-      // Devices that quantize x to 8 bits (the CPU for every quantized
-      // type, as ggml does) meet its per-output worst case
-      // (conformance.h; a relative norm is fragile for one x row with
-      // per-block mins); the rest keep x in f32: 1e-5 relative.
-      const std::vector<float> worst = quantizes_x(wdt) ? q8_error_bound(wdt, x, w, s.m, s.n, s.k) : std::vector<float>{};
-      on_every_device(c, OpKind::matmul, wdt, [&](const auto& out) {
+      const std::vector<float> worst = grid.block ? q8_error_bound(wdt, x, w, s.m, s.n, s.k, grid) : std::vector<float>{};
+      on_every_device(c, OpKind::matmul, wdt, [&](const DeviceUnderTest& d, const auto& out) {
         const std::vector<float> y = from_bytes<float>(out[0]);
-        if (quantizes_x(wdt)) CHECK(beyond_bound(y, expect, worst) == 0);
-        else CHECK(rel_error(y, expect) <= 1e-5);
+        if (!grid.block) {
+          CHECK(rel_error(y, expect) <= 1e-5);
+          return;
+        }
+        CHECK(beyond_bound(y, expect, worst) == 0);
+        const std::optional<Q8Grid> rounding = x_rounding(d.label, wdt);
+        if (!rounding) {
+          MESSAGE(d.label << " does not state how it rounds x for " << name(wdt) << " weights; held to the worst case only");
+          return;
+        }
+        std::vector<float> rounded_expect = expect;
+        if (rounding->block) {
+          const std::vector<float> xr = round_to_q8_grid(x, *rounding);
+          MatmulArgs ar = a;
+          ar.x = xr.data();
+          ar.y = rounded_expect.data();
+          ref::matmul(ar);
+        }
+        INFO("x rounded to blocks of " << rounding->block << (rounding->f16_scale ? ", d in f16" : ", d in f32"));
+        CHECK(rel_error(y, rounded_expect) <= 1e-5);
       });
     }
   }
