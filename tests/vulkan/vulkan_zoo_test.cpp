@@ -92,7 +92,7 @@ TEST_CASE("vulkan: the zoo llama in every quantized type matches llama.cpp's log
   }
 }
 
-TEST_CASE("vulkan: --strict refuses a node the backend lacks (a rope reading a folded table), naming it and why; without, it runs on the CPU" *
+TEST_CASE("vulkan: --strict refuses a node the backend lacks (a rope reading a folded table), naming it and why, and without it runs on the CPU" *
           needs(vulkan_tests())) {
   require_vulkan_device();
   const std::string ir = temp_dir() + "/vulkan-rope-table.ir";
