@@ -13,10 +13,10 @@ const std::vector<PassInfo>& registered_passes() {
   static const std::vector<PassInfo> all = {
       {"shape_inference", "recompute every value's shape and dtype from its op's shape rule", "all", passes::shape_inference},
       {"dce", "remove nodes whose values nothing reads (KV writes are kept)", "all", passes::dead_code_elimination},
-      {"fuse_qkv", "Q, K and V projections of one input into one matmul over a packed weight", "cpu",
+      {"fuse_qkv", "Q, K and V projections of one input into one matmul over a packed weight", "cpu, vulkan",
        passes::fuse_qkv},
       {"fuse_gate_up", "FFN gate and up projections into one matmul over a packed weight, SiLU gating fused behind it",
-       "cpu", passes::fuse_gate_up},
+       "cpu, vulkan", passes::fuse_gate_up},
       {"fuse_matmul_residual", "matmul followed by a residual add into one matmul with an add epilogue", "cpu",
        passes::fuse_matmul_residual},
       {"fuse_rope_kv_append", "RoPE of Q and K and the KV append into one attention prologue", "cpu",

@@ -22,6 +22,22 @@ EncodedDispatch striding(const char* shader, uint64_t elements, uint32_t local_s
   return e;
 }
 
+// kernels/vulkan/elementwise.comp's OP.
+uint32_t elementwise_op(OpKind op) {
+  switch (op) {
+    case OpKind::add: return 0;
+    case OpKind::silu_mul: return 1;
+    case OpKind::gelu_mul: return 2;
+    case OpKind::scale: return 3;
+    case OpKind::softcap: return 4;
+    case OpKind::mul: return 5;
+    case OpKind::silu: return 6;
+    case OpKind::gelu: return 7;
+    case OpKind::bias_add: return 8;
+    default: return 0;
+  }
+}
+
 }  // namespace
 
 uint32_t rows_kind(RowCount r) {
@@ -99,6 +115,8 @@ Status encode_dispatch(const Dispatch& d, EncodeContext& ctx, std::vector<Encode
     case OpKind::matmul: s = encode_matmul(d, ctx, out); break;
     case OpKind::embedding: s = encode_embedding(d, ctx, out); break;
     case OpKind::paged_attention: s = encode_attention(d, ctx, out); break;
+    case OpKind::matmul_qkv:
+    case OpKind::matmul_silu_mul: s = encode_packed_matmul(d, ctx, out); break;
     default: s = encode_small_op(d, ctx, out); break;
   }
   if (!s.is_ok()) return s.with_context("vulkan: " + d.label);
@@ -130,11 +148,15 @@ Status encode_small_op(const Dispatch& d, EncodeContext& ctx, std::vector<Encode
     case OpKind::silu_mul:
     case OpKind::gelu_mul:
     case OpKind::scale:
-    case OpKind::softcap: {
+    case OpKind::softcap:
+    case OpKind::mul:
+    case OpKind::silu:
+    case OpKind::gelu:
+    case OpKind::bias_add: {
       const uint64_t cols = (uint64_t)d.inputs[0].desc.shape.last();
       EncodedDispatch e = striding("elementwise", rows * cols, 256);
-      const bool unary = d.op == OpKind::scale || d.op == OpKind::softcap;
-      e.spec = {d.op == OpKind::add ? 0u : d.op == OpKind::silu_mul ? 1u : d.op == OpKind::gelu_mul ? 2u : d.op == OpKind::scale ? 3u : 4u};
+      const bool unary = d.inputs.size() < 2;  // scale, softcap, silu, gelu
+      e.spec = {elementwise_op(d.op)};
       e.bindings = {ctx.bind(d.inputs[0], false), ctx.bind(d.inputs[unary ? 0 : 1], false), ctx.bind(o, true)};
       const float s = d.op == OpKind::scale ? std::get<ScaleParams>(d.params).scale
                       : d.op == OpKind::softcap ? std::get<SoftcapParams>(d.params).cap
@@ -178,19 +200,24 @@ Status encode_small_op(const Dispatch& d, EncodeContext& ctx, std::vector<Encode
       const auto& p = std::get<RopeParams>(d.params);
       if (p.rot_dims % 2 || p.rot_dims > p.head_dim || p.rot_dims < 0)
         return invalid_argument("rope: rot_dims " + std::to_string(p.rot_dims) + " must be even and at most head_dim");
-      if (p.freq_scale != 1.0f || d.inputs.size() != 2)
-        return unsupported("rope: the vulkan shader rotates by theta alone (no freq_scale, frequency factors or folded table)");
+      // A third input of rank 1: llama3's per-pair frequency divisors, [rot_dims / 2]; of rank 3, a folded table.
+      if (d.inputs.size() > 3 || (d.inputs.size() == 3 && d.inputs[2].desc.shape.rank != 1))
+        return unsupported("rope: the vulkan shader reads no folded rope_table input");
+      const PlanTensor* factors = d.inputs.size() == 3 ? &d.inputs[2] : nullptr;
+      if (factors && (factors->desc.dtype != DType::f32 || factors->desc.shape.numel() != p.rot_dims / 2))
+        return invalid_argument("rope: the frequency factors must be f32[" + std::to_string(p.rot_dims / 2) + "]");
       const uint64_t per_head = (uint64_t)p.rot_dims / 2 + (uint64_t)(p.head_dim - p.rot_dims + 1) / 2;
       // A table of at most 16 MiB; positions past it are computed in the shader.
       const uint64_t pair_bytes = std::max<uint64_t>((uint64_t)p.rot_dims / 2 * 8, 8);
       const uint32_t positions = (uint32_t)std::min<uint64_t>(ctx.max_positions(), (16ull << 20) / pair_bytes);
-      TS_ASSIGN_OR_RETURN(TensorBinding table, ctx.rope_table(p, positions));
+      TS_ASSIGN_OR_RETURN(const RopeTable table, ctx.rope_table(p, positions, factors));
       EncodedDispatch e = striding("rope", rows * (uint64_t)p.n_heads * per_head, 256);
       const TensorBinding x = ctx.bind(d.inputs[0], false), y = ctx.bind(o, true);
       const bool in_place = x.buffer == y.buffer && x.offset == y.offset;
-      e.bindings = {x, ctx.bind(d.inputs[1], false), y, table};
+      e.bindings = {x, ctx.bind(d.inputs[1], false), y, table.binding, factors ? ctx.bind(*factors, false) : TensorBinding{}};
       e.push = {(uint32_t)p.n_heads, (uint32_t)p.head_dim, (uint32_t)p.rot_dims, float_bits(p.theta),
-                p.layout == RopeLayout::half_split ? 1u : 0u, positions, in_place ? 0u : 1u, kind, (uint32_t)rows};
+                p.layout == RopeLayout::half_split ? 1u : 0u, table.positions, in_place ? 0u : 1u, kind, (uint32_t)rows,
+                float_bits(p.freq_scale), factors ? 1u : 0u};
       out.push_back(std::move(e));
       return Status::ok();
     }

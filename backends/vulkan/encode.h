@@ -34,6 +34,12 @@ struct EncodedDispatch {
   const Dispatch* source = nullptr;
 };
 
+// A RoPE cos/sin table on the device: `positions` rows of (cos, sin) per rotated pair.
+struct RopeTable {
+  TensorBinding binding;
+  uint32_t positions = 0;
+};
+
 // What the encoders need from the executable being compiled.
 class EncodeContext {
  public:
@@ -43,8 +49,17 @@ class EncodeContext {
   virtual TensorBinding bind(const PlanTensor& t, bool written) = 0;
   // Scratch owned by the executable (attention partials), at least `bytes`.
   virtual Expected<TensorBinding> scratch(uint64_t bytes) = 0;
-  // RoPE's cos/sin per (position, pair), computed on the host with the reference formula.
-  virtual Expected<TensorBinding> rope_table(const RopeParams& p, uint32_t positions) = 0;
+  // Scratch apart from scratch(), for a fused op's intermediate value
+  // (matmul_silu_mul's up product): the encoders it calls may use scratch()
+  // for their own temporaries.
+  virtual Expected<TensorBinding> intermediate(uint64_t bytes) = 0;
+  // RoPE's cos/sin per (position, pair) for positions 0 .. positions-1,
+  // computed on the host with the reference formula (kernels/rope_math.h),
+  // freq_scale and the frequency factors included. The factors are read from
+  // the device when they are a weight (weights do not change once imported);
+  // other factors (a value the step computes) give a table of no positions,
+  // and the shader computes every angle.
+  virtual Expected<RopeTable> rope_table(const RopeParams& p, uint32_t positions, const PlanTensor* factors) = 0;
   // Positions a step of this plan can hold per sequence (block tables * block size).
   virtual uint32_t max_positions() const = 0;
 };
@@ -58,6 +73,8 @@ Status encode_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedD
 Status encode_embedding(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedDispatch>& out);
 Status encode_attention(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedDispatch>& out);
 Status encode_small_op(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedDispatch>& out);
+// matmul_qkv and matmul_silu_mul: matmuls over row ranges of the packed weight (encode_packed_matmul.cpp).
+Status encode_packed_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<EncodedDispatch>& out);
 
 // Helpers shared by the encoders.
 uint32_t rows_kind(RowCount r);

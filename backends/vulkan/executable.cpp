@@ -6,8 +6,10 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "backends/vulkan/recording.h"
+#include "kernels/rope_math.h"
 
 namespace tessera::vulkan {
 
@@ -41,28 +43,47 @@ class ExecutableEncodeContext final : public EncodeContext {
     return TensorBinding{scratch_, 0, bytes, false};
   }
 
-  Expected<TensorBinding> rope_table(const RopeParams& p, uint32_t positions) override {
+  Expected<TensorBinding> intermediate(uint64_t bytes) override {
+    // One buffer serves all, as scratch does; a separate one, so that what
+    // the fused op keeps there outlives the scratch its parts use.
+    if (!intermediate_ || intermediate_->size() < bytes) {
+      TS_ASSIGN_OR_RETURN(auto b, VulkanBuffer::create(exe_.ctx_, bytes, MemoryUse::activations, MemoryKind::device_local));
+      intermediate_ = b.get();
+      exe_.owned_.push_back(std::move(b));
+    }
+    return TensorBinding{intermediate_, 0, bytes, false};
+  }
+
+  Expected<RopeTable> rope_table(const RopeParams& p, uint32_t positions, const PlanTensor* factors) override {
     const uint32_t half = (uint32_t)p.rot_dims / 2;
-    const auto key = std::make_tuple(p.theta, p.rot_dims, positions);
+    std::vector<float> f;
+    if (factors) {
+      if (exe_.plan_.buffers[factors->buffer].role != BufferRole::weight) positions = 0;  // known only when a step runs
+      else {
+        f.resize(half);
+        TS_TRY(transfer_.read(*exe_.buffers_[factors->buffer], factors->offset,
+                              {reinterpret_cast<std::byte*>(f.data()), f.size() * sizeof(float)}));
+      }
+    }
+    std::vector<uint32_t> factor_bits(f.size());  // compared as bits: a NaN factor would break the map's order
+    if (!f.empty()) std::memcpy(factor_bits.data(), f.data(), f.size() * sizeof(float));
+    auto key = std::make_tuple(p.theta, p.rot_dims, positions, p.freq_scale, std::move(factor_bits));
     auto it = tables_.find(key);
-    if (it != tables_.end()) return TensorBinding{it->second, 0, it->second->size(), false};
-    // kernels/reference/rope.cpp's formula, in f32, so the shader rotates by
+    if (it != tables_.end()) return RopeTable{TensorBinding{it->second, 0, it->second->size(), false}, positions};
+    // kernels/rope_math.h's formula, the CPU's, so the shader rotates by
     // exactly the values the CPU uses.
     std::vector<float> cs((size_t)std::max<uint64_t>((uint64_t)positions * half * 2, 2), 0.0f);
     for (uint32_t pos = 0; pos < positions; ++pos)
-      for (uint32_t i = 0; i < half; ++i) {
-        const float freq = 1.0f / powf(p.theta, (float)(2 * i) / (float)p.rot_dims);
-        const float val = (float)pos * freq;
-        cs[((size_t)pos * half + i) * 2] = cosf(val);
-        cs[((size_t)pos * half + i) * 2 + 1] = sinf(val);
-      }
+      for (uint32_t i = 0; i < half; ++i)
+        kernels::rope_cos_sin_scaled((int32_t)pos, (int)i, p.rot_dims, p.theta, p.freq_scale, f.empty() ? 1.0f : f[i],
+                                     cs[((size_t)pos * half + i) * 2], cs[((size_t)pos * half + i) * 2 + 1]);
     const uint64_t bytes = cs.size() * sizeof(float);
     TS_ASSIGN_OR_RETURN(auto b, VulkanBuffer::create(exe_.ctx_, bytes, MemoryUse::activations, MemoryKind::device_local));
     TS_TRY(transfer_.write(*b, 0, {reinterpret_cast<const std::byte*>(cs.data()), bytes}, 0));
     VulkanBuffer* raw = b.get();
     exe_.owned_.push_back(std::move(b));
-    tables_[key] = raw;
-    return TensorBinding{raw, 0, bytes, false};
+    tables_[std::move(key)] = raw;
+    return RopeTable{TensorBinding{raw, 0, bytes, false}, positions};
   }
 
   uint32_t max_positions() const override {
@@ -73,7 +94,9 @@ class ExecutableEncodeContext final : public EncodeContext {
   VulkanExecutable& exe_;
   Transfer& transfer_;
   VulkanBuffer* scratch_ = nullptr;
-  std::map<std::tuple<float, int32_t, uint32_t>, VulkanBuffer*> tables_;
+  VulkanBuffer* intermediate_ = nullptr;
+  // By theta, rot_dims, positions, freq_scale and the factors' values.
+  std::map<std::tuple<float, int32_t, uint32_t, float, std::vector<uint32_t>>, VulkanBuffer*> tables_;
 };
 
 Status VulkanExecutable::allocate_buffers(std::span<Buffer* const> bound) {

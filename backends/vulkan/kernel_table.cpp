@@ -35,18 +35,17 @@ KernelChoice VulkanKernelTable::query(const OpQuery& q) const {
   const std::string wt(name(q.weight_dtype));
   switch (q.op) {
     case OpKind::matmul:
+    case OpKind::matmul_qkv:       // the plain matmul's dispatches over each part's rows of the packed weight
+    case OpKind::matmul_silu_mul:  // the same, then silu_mul's
       if (!weight_dtype_supported(q.weight_dtype))
         return {false, "", "no vulkan matmul shader dequantizes " + wt + " blocks (f32, f16, bf16 and the GGUF block types are implemented)"};
-      return {true, wt + "_gemv+" + wt + "_gemm" + suffix, ""};
+      return {true, wt + "_gemv+" + wt + "_gemm" + (q.op == OpKind::matmul_silu_mul ? "+silu_mul" : "") + suffix, ""};
     case OpKind::embedding:
       if (!weight_dtype_supported(q.weight_dtype))
         return {false, "", "no vulkan embedding shader for " + wt + " tables (f32, f16, bf16 and the GGUF block types are implemented)"};
       return {true, wt + "_embedding" + suffix, ""};
-    case OpKind::rope:
+    case OpKind::rope:  // freq_scale and llama3's frequency factors included
       if (q.rope_table) return {false, "", "the vulkan rope shader computes cos/sin itself; it takes no folded rope_table input"};
-      if (q.rope_freq_factors) return {false, "", "the vulkan rope shader has no per-pair frequency factors (llama3's rope_freqs)"};
-      if (const auto* p = std::get_if<RopeParams>(&q.params); p && p->freq_scale != 1.0f)
-        return {false, "", "the vulkan rope shader has no position scaling (freq_scale)"};
       return {true, "rope" + suffix, ""};
     case OpKind::paged_attention:  // a sliding window and soft-capped scores included
       return {true, "paged_attention_split+merge+prefill" + suffix, ""};
@@ -64,13 +63,7 @@ KernelChoice VulkanKernelTable::query(const OpQuery& q) const {
     case OpKind::mul:
     case OpKind::silu:
     case OpKind::gelu:
-    case OpKind::bias_add:
-      return {false, "", "the vulkan backend has no " + std::string(name(q.op)) + " shader yet; placement runs it on the CPU"};
-    case OpKind::matmul_qkv:
-    case OpKind::matmul_silu_mul:
-      // The passes fuse only for targets that have these; a graph has them unasked where the file packs the weight (phi3).
-      return {false, "", "the vulkan backend has no fused " + std::string(name(q.op)) +
-                             " shader: the passes leave the unfused ops on it, and a weight the file packs (phi3) runs on the CPU"};
+    case OpKind::bias_add: return {true, "elementwise_" + std::string(name(q.op)) + suffix, ""};
     default:
       return {false, "", "the vulkan backend has no fused " + std::string(name(q.op)) + " shader; the unfused ops run instead"};
   }

@@ -71,4 +71,25 @@ Status Transfer::write(VulkanBuffer& dst, uint64_t offset, std::span<const std::
   return Status::ok();
 }
 
+Status Transfer::read(const VulkanBuffer& src, uint64_t offset, std::span<std::byte> dst) {
+  if (offset > src.size() || dst.size() > src.size() - offset)
+    return out_of_range("vulkan read-back: " + std::to_string(dst.size()) + " bytes at offset " + std::to_string(offset) +
+                        " run past the end of a " + std::to_string(src.size()) + "-byte buffer");
+  if (src.context() != ctx_.get()) return invalid_argument("vulkan read-back: the buffer belongs to another device");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (src.mapped() && !force_staging()) {
+    TS_TRY(ctx_->wait(ctx_->last_submitted()));
+    std::memcpy(dst.data(), src.mapped() + offset, dst.size());
+    return Status::ok();
+  }
+  TS_TRY(ensure_staging());
+  for (uint64_t done = 0; done < dst.size();) {
+    const uint64_t n = std::min<uint64_t>(kStagingBytes, dst.size() - done);
+    TS_TRY(copy(src, offset + done, *staging_, 0, n));
+    std::memcpy(dst.data() + done, staging_->mapped(), n);
+    done += n;
+  }
+  return Status::ok();
+}
+
 }  // namespace tessera::vulkan

@@ -1,7 +1,8 @@
 #pragma once
 // The device's own synchronous host-to-device writes: weights at load and
 // tables an executable builds at compile time, which must be in place when
-// the call returns (streams copy asynchronously, stream.h). Where the buffer's
+// the call returns (streams copy asynchronously, stream.h); and the few
+// reads compile makes of a weight. Where the buffer's
 // memory is host-visible (lavapipe, integrated GPUs) the host copies directly;
 // else the bytes go through a host-visible staging buffer and a queue copy,
 // in chunks. $TESSERA_VULKAN_STAGING=1 forces the staging path everywhere (as
@@ -26,6 +27,10 @@ class Transfer {
   // Returns when the bytes are in `dst`; `after` is the timeline value of the
   // earliest work the write must follow (it may read or write the range).
   Status write(VulkanBuffer& dst, uint64_t offset, std::span<const std::byte> src, uint64_t after);
+  // Returns when `dst` holds the bytes of `src` from `offset`, after all
+  // earlier submissions: for compile-time reads of weights (a RoPE table's
+  // frequency factors), not for a step's results (streams read those).
+  Status read(const VulkanBuffer& src, uint64_t offset, std::span<std::byte> dst);
 
  private:
   explicit Transfer(std::shared_ptr<DeviceContext> ctx) : ctx_(std::move(ctx)) {}

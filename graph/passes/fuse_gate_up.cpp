@@ -5,7 +5,8 @@
 // recorded in the IR (pack=concat_rows(...)) and made once at load. One
 // pass over h and one dispatch instead of three; the GEMV reads one
 // contiguous weight. Backends: any whose kernel table has matmul_silu_mul
-// for the weight dtype (cpu).
+// for the weight dtype (cpu; vulkan, whose matmul_silu_mul is the two
+// matmuls' and silu_mul's dispatches).
 #include "graph/passes/passes.h"
 #include "graph/passes/rewrite_util.h"
 

@@ -5,7 +5,8 @@
 // over a weight packed once at load (pack=concat_rows(...) in the IR). x is
 // quantized once and read by one dispatch. The fused node stands where the
 // first projection stood. Backends: any whose kernel table has matmul_qkv
-// for the weight dtype (cpu).
+// for the weight dtype (cpu; vulkan, whose matmul_qkv is the three matmuls'
+// dispatches over the packed weight's rows).
 #include <map>
 
 #include "graph/passes/passes.h"

@@ -1,5 +1,7 @@
 // variants: portable
-// rope: rotates the first rot_dims of every head by position * theta^(-2i/rot_dims),
+// rope: rotates the first rot_dims of every head by position * theta^(-2i/rot_dims)
+// (divided by pair i's frequency factor where there are factors, llama3's
+// rope_freqs, then times freq_scale: llama.cpp's order, kernels/rope_math.h),
 // pairs (2i, 2i+1) (interleaved) or (i, i + rot_dims/2) (half_split). cos and
 // sin come from a table the host computed with the reference formula (bit for
 // bit what the CPU computes); a position past the table is computed here.
@@ -14,6 +16,7 @@ layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Pos { int positions[]; };
 layout(std430, set = 0, binding = 3) buffer Out { float y[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Table { vec2 cos_sin[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Factors { float factors[]; };
 
 layout(push_constant) uniform Push {
   uint off[8];
@@ -23,6 +26,8 @@ layout(push_constant) uniform Push {
   uint table_positions;  // rows of the table: positions 0 .. table_positions-1
   uint copy_tail;        // out is not x: copy dims rot_dims .. head_dim
   uint rows_kind, rows_fixed;
+  float freq_scale;      // 1: none
+  uint has_factors;      // binding 5 holds rot_dims/2 frequency factors
 } pc;
 
 void main() {
@@ -48,7 +53,9 @@ void main() {
       cs = cos_sin[(pc.off[3] >> 3) + uint(pos) * half_rot + i];
     } else {
       const float freq = 1.0 / pow(pc.theta, float(2u * i) / float(pc.rot_dims));
-      const float val = float(pos) * freq;
+      precise float val = float(pos) * freq;
+      if (pc.has_factors != 0u) val /= factors[(pc.off[4] >> 2) + i];
+      val *= pc.freq_scale;
       cs = vec2(cos(val), sin(val));
     }
     const uint e0 = pc.half_split != 0u ? i : 2u * i;

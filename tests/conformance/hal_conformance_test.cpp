@@ -428,3 +428,118 @@ TEST_CASE("head_rms_norm, scale, softcap and gelu_mul on every device (or the de
     on_every_device(c, OpKind::gelu_mul, DType::f32, [&](const auto& out) { CHECK(max_abs_diff(from_bytes<float>(out[0]), expect) <= 12.0 / 1024 * 2); });
   }
 }
+
+namespace {
+
+// A matmul's output against kernels/reference as the matmul test above holds it.
+void check_matmul_output(DType wdt, const std::vector<float>& x, const std::vector<std::byte>& w, int64_t m, int64_t n, int64_t k,
+                         const std::vector<float>& y) {
+  std::vector<float> expect((size_t)(m * n));
+  ref::matmul({x.data(), w.data(), wdt, expect.data(), m, n, k, nullptr});
+  if (quantizes_x(wdt)) CHECK(beyond_bound(y, expect, q8_error_bound(wdt, x, w, m, n, k)) == 0);
+  else CHECK(rel_error(y, expect) <= 1e-5);
+}
+
+OpInput weight_of(DType t, int64_t n, int64_t k, const std::vector<std::byte>& bytes) {
+  return {OpInput::weight, TensorDesc::contiguous(t, Shape{n, k}), bytes, StepField::none};
+}
+
+// One output of run_op as floats.
+std::vector<float> run_floats(Device& device, const OpCase& c, size_t output = 0) {
+  auto out = run_op(device, c);
+  REQUIRE_MESSAGE(out.has_value(), out.status().message());
+  REQUIRE(out->size() > output);
+  return from_bytes<float>((*out)[output]);
+}
+
+}  // namespace
+
+// The packed projections (phi3's attn_qkv and gate/up; what fuse_qkv and
+// fuse_gate_up make): each part of the output is what the plain matmul of
+// that part's rows gives on the same device, to the bit, and so within the
+// matmul's bounds of the reference. Odd row counts and 3-block rows start
+// the parts at 2-byte-aligned offsets inside the packed weight.
+TEST_CASE("matmul_qkv and matmul_silu_mul over a packed weight equal the unfused ops on every device, bit for bit, odd shapes included") {
+  Rng rng(112);
+  for (DType wdt : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K, DType::q3_K, DType::q6_K}) {
+    const int64_t kb = traits(wdt).quantized ? traits(wdt).block_elems : 32;
+    const int64_t k = traits(wdt).quantized ? 3 * kb : 3 * kb + 7;
+    const int64_t nq = 19, nkv = 7, f = 13;
+    const auto wq = random_weights(wdt, nq, k, rng), wk = random_weights(wdt, nkv, k, rng), wv = random_weights(wdt, nkv, k, rng);
+    const auto wg = random_weights(wdt, f, k, rng), wu = random_weights(wdt, f, k, rng);
+    std::vector<std::byte> qkv = wq, gate_up = wg;
+    qkv.insert(qkv.end(), wk.begin(), wk.end());
+    qkv.insert(qkv.end(), wv.begin(), wv.end());
+    gate_up.insert(gate_up.end(), wu.begin(), wu.end());
+    for (int64_t m : {1, 3, 7}) {  // gemv of one row, of several, gemm
+      CAPTURE(name(wdt));
+      CAPTURE(m);
+      const auto x = rng.floats((size_t)(m * k));
+      auto with_x = [&](OpKind op, OpParams params, OpInput w) {
+        OpCase c{op, params, {weight_f32(Shape{m, k}, x), std::move(w)}};
+        plain_step(c, 1);
+        return c;
+      };
+      const OpCase fused_qkv = with_x(OpKind::matmul_qkv, QkvSplitParams{(int32_t)nq, (int32_t)nkv}, weight_of(wdt, nq + 2 * nkv, k, qkv));
+      const OpCase fused_ffn = with_x(OpKind::matmul_silu_mul, NoParams{}, weight_of(wdt, 2 * f, k, gate_up));
+      for (auto& d : devices_under_test()) {
+        CAPTURE(d.label);
+        Device& dev = *d.device;
+        for (const OpCase* c : {&fused_qkv, &fused_ffn}) {
+          if (const std::string why = unsupported_reason(dev, *c, wdt); !why.empty())
+            MESSAGE(d.label << " does not run " << name(c->op) << " with " << name(wdt) << ": " << why);
+        }
+        if (unsupported_reason(dev, fused_qkv, wdt).empty()) {
+          auto out = run_op(dev, fused_qkv);
+          REQUIRE_MESSAGE(out.has_value(), out.status().message());
+          REQUIRE(out->size() == 3);
+          const std::vector<std::byte>* parts[3] = {&wq, &wk, &wv};
+          const int64_t rows[3] = {nq, nkv, nkv};
+          for (size_t i = 0; i < 3; ++i) {
+            CAPTURE(i);
+            const std::vector<float> got = from_bytes<float>((*out)[i]);
+            CHECK(got == run_floats(dev, with_x(OpKind::matmul, NoParams{}, weight_of(wdt, rows[i], k, *parts[i]))));
+            check_matmul_output(wdt, x, *parts[i], m, rows[i], k, got);
+          }
+        }
+        if (unsupported_reason(dev, fused_ffn, wdt).empty()) {
+          const std::vector<float> got = run_floats(dev, fused_ffn);
+          const auto gate = run_floats(dev, with_x(OpKind::matmul, NoParams{}, weight_of(wdt, f, k, wg)));
+          const auto up = run_floats(dev, with_x(OpKind::matmul, NoParams{}, weight_of(wdt, f, k, wu)));
+          OpCase gating{OpKind::silu_mul, NoParams{}, {weight_f32(Shape{m, f}, gate), weight_f32(Shape{m, f}, up)}};
+          plain_step(gating, 1);
+          CHECK(got == run_floats(dev, gating));
+        }
+      }
+    }
+  }
+}
+
+// Inside the table the device made at compile time (max_blocks_per_seq
+// positions here, no KV), the angles are kernels/rope_math.h's, as on the
+// CPU: the rotation is the reference's to the bit. Past it (the case above)
+// the device computes them, within 1e-5.
+TEST_CASE("rope with freq_scale and frequency factors inside the device's table is the reference's to the bit, on every device") {
+  Rng rng(113);
+  for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half_split}) {
+    const int32_t heads = 3, hd = 18, rot = 14, n = 7, positions = 3000;
+    RopeParams p{heads, hd, rot, 500000.0f, layout};
+    p.freq_scale = 0.25f;
+    const auto x = rng.floats((size_t)(n * heads * hd));
+    const auto factors = rng.floats((size_t)rot / 2, 1.0f, 32.0f);
+    for (bool with_factors : {false, true}) {
+      CAPTURE(layout == RopeLayout::interleaved);
+      CAPTURE(with_factors);
+      OpCase c{OpKind::rope, p, {weight_f32(Shape{n, heads * hd}, x), step(StepField::positions)}};
+      if (with_factors) c.inputs.push_back(weight_f32(Shape{rot / 2}, factors));
+      plain_step(c, n);
+      c.bucket.max_blocks_per_seq = positions;
+      c.block_tables.assign((size_t)positions, 0);
+      for (auto& pos : c.positions) pos = rng.integer(0, positions - 1);
+      c.positions.back() = positions - 1;
+      std::vector<float> expect = x;
+      ref::rope({expect.data(), c.positions.data(), n, p, nullptr, 0, with_factors ? factors.data() : nullptr});
+      on_every_device(c, OpKind::rope, DType::f32, [&](const auto& out) { CHECK(from_bytes<float>(out[0]) == expect); });
+    }
+  }
+}

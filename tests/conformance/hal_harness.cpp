@@ -146,14 +146,15 @@ Expected<std::vector<std::vector<std::byte>>> run_compiled(CompiledOp& op, const
       results.push_back(std::move(bytes));
     }
   } else {
-    const PlanTensor& out = op.exe->plan().logits;
-    // Rows actually produced this step.
-    TensorDesc d = out.desc;
-    if (out.rows == RowCount::tokens) d.shape[0] = c.n_tokens;
-    if (out.rows == RowCount::logit_rows) d.shape[0] = (int64_t)c.logit_rows.size();
-    std::vector<std::byte> bytes(TensorDesc::contiguous(d.dtype, d.shape).bytes());
-    TS_TRY(stream.download(bytes, op.exe->buffer(out.buffer), out.offset));
-    results.push_back(std::move(bytes));
+    for (const PlanTensor& out : op.exe->plan().outputs) {
+      // Rows actually produced this step.
+      TensorDesc d = out.desc;
+      if (out.rows == RowCount::tokens) d.shape[0] = c.n_tokens;
+      if (out.rows == RowCount::logit_rows) d.shape[0] = (int64_t)c.logit_rows.size();
+      std::vector<std::byte> bytes(TensorDesc::contiguous(d.dtype, d.shape).bytes());
+      TS_TRY(stream.download(bytes, op.exe->buffer(out.buffer), out.offset));
+      results.push_back(std::move(bytes));
+    }
   }
   TS_TRY(stream.synchronize());
   return results;

@@ -34,7 +34,7 @@ struct OpCase {
   TileParams tile;  // the node's tile{...}, as the tiling pass would set it (batch_invariant included)
 };
 
-// The first output's bytes; for kv_append, the K pool then the V pool.
+// Each output's bytes, in the node's order; for kv_append, the K pool then the V pool.
 Expected<std::vector<std::vector<std::byte>>> run_op(Device& device, const OpCase& c);
 
 // The case compiled and its inputs bound, not yet run: for tests that drive
@@ -52,7 +52,7 @@ std::vector<graph::ValueId> add_inputs(graph::GraphBuilder& b, const OpCase& c);
 // The same for a graph of several nodes, built by the caller on add_inputs;
 // it is lowered for c.bucket.
 Expected<CompiledOp> compile_graph(Device& device, const graph::Graph& g, const OpCase& c);
-// Runs a compiled case once with c's step; its outputs as run_op's.
+// Runs a compiled case once with c's step; its outputs as run_op's (for a graph: those it returns, in order).
 Expected<std::vector<std::vector<std::byte>>> run_compiled(CompiledOp& op, const OpCase& c);
 // The case's step arrays as StepArgs (pointing into `c`).
 StepArgs step_args(const OpCase& c);

@@ -1,18 +1,21 @@
 // The model zoo on the Vulkan backend against llama.cpp, with the CPU's
-// bounds. Where the backend lacks an op an architecture needs (qwen2's
-// bias_add, phi3's packed projections), placement runs those nodes on the
-// CPU and says so (Model::placement_notes): the notes are printed and
-// checked, so a fallback is shown, never skipped silently, and --strict
-// refuses such a file naming the node. A file whose every node the backend
-// runs (llama, qwen3's per-head norms, gemma2's window, soft-caps and GeGLU)
-// is also run --strict.
+// bounds. The backend has a shader for every op the zoo's architectures need
+// (qwen2's bias_add, phi3's packed matmul_qkv and matmul_silu_mul, qwen3's
+// per-head norms, gemma2's window, soft-caps and GeGLU), so every file runs
+// with every node on the device, no placement notes, and again --strict. A
+// node the backend lacks still runs on the CPU and says so, and --strict
+// refuses it naming the node: that path is tested on a printed graph whose
+// rope reads a folded RoPE table (which the Vulkan shader does not take).
+// llama3's RoPE frequency factors, on a llama file given rope_freqs.weight,
+// reach every rope on the device.
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <map>
+#include <fstream>
 
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
+#include "support/llama3_rope_freqs.h"
 #include "support/requirements.h"
 #include "support/vulkan_device.h"
 #include "support/zoo_reference.h"
@@ -21,18 +24,12 @@ using namespace tessera::testing;
 
 namespace {
 
-// For each architecture's f32 file, the op it needs that the Vulkan backend
-// has no shader for ("": none). Other files (the quantized ones) are run and
-// their notes shown, whatever their weight types need.
-const std::map<std::string, std::string> kVulkanLacks = {
-    {"llama-f32", ""}, {"qwen2-f32", "bias_add"}, {"qwen3-f32", ""}, {"gemma2-f32", ""}, {"phi3-f32", "matmul_qkv"}};
-
-std::unique_ptr<tessera::Model> open_vulkan(const ZooFile& z, bool strict) {
+std::unique_ptr<tessera::Model> open_model(const std::string& path, const std::string& backend, bool strict) {
   tessera::register_builtin_backends();
   tessera::BackendRegistry::global().load_plugins({std::filesystem::path(TESSERA_BIN).parent_path().string()});
   tessera::ModelOptions o;
-  o.path = shared_path("models/zoo/" + z.name + ".gguf");
-  o.backend = "vulkan";
+  o.path = path;
+  o.backend = backend;
   o.strict = strict;
   o.max_context = 64;
   auto m = tessera::Model::open(o);
@@ -40,10 +37,24 @@ std::unique_ptr<tessera::Model> open_vulkan(const ZooFile& z, bool strict) {
   return std::move(*m);
 }
 
+std::unique_ptr<tessera::Model> open_vulkan(const ZooFile& z, bool strict) {
+  return open_model(shared_path("models/zoo/" + z.name + ".gguf"), "vulkan", strict);
+}
+
+// x is a weight, so the plan needs no embedding; the rope reads a table
+// fold_constants would make for the CPU.
+const char* const kRopeWithTable = R"(graph @rope_table {
+  %0 = input "positions" : i32[T]
+  %1 = weight "x" : f32[4, 16]
+  %2 = constant "rope_table.0" : f32[64, 4, 2] {recipe=rope_table, rot_dims=8, theta=10000, positions=64}
+  %3 = rope(%1, %0, %2) {heads=2, head_dim=8, rot_dims=8, theta=10000, layout=interleaved} : f32[4, 16]  # rope
+  return %3
+}
+)";
+
 }  // namespace
 
-TEST_CASE("vulkan: every zoo architecture matches llama.cpp, the nodes the backend lacks shown running on the CPU" *
-          needs(vulkan_tests())) {
+TEST_CASE("vulkan: every zoo architecture matches llama.cpp with every node on the device, and again --strict" * needs(vulkan_tests())) {
   require_vulkan_device();
   for (const ZooFile& z : zoo_files()) {
     if (is_quant_llama(z)) continue;  // the next case's
@@ -53,17 +64,10 @@ TEST_CASE("vulkan: every zoo architecture matches llama.cpp, the nodes the backe
     std::string shown;
     for (const std::string& n : notes) shown += "\n  " + n;
     MESSAGE(z.name << " on vulkan: " << (notes.empty() ? "every node on the device" : "on the CPU instead:" + shown));
-    if (const auto lacks = kVulkanLacks.find(z.name); lacks != kVulkanLacks.end() && lacks->second.empty()) {
-      CHECK(notes.empty());
-    } else if (lacks != kVulkanLacks.end()) {
-      CHECK(!notes.empty());
-      CHECK(shown.find("(" + lacks->second + ", ") != std::string::npos);
-    }
+    CHECK(notes.empty());
     check_zoo_file(z, *m, "vulkan", {.greedy_smoke = false});
-    if (notes.empty()) {
-      auto strict = open_vulkan(z, true);
-      check_zoo_file(z, *strict, "vulkan --strict", {.greedy_smoke = false});
-    }
+    auto strict = open_vulkan(z, true);
+    check_zoo_file(z, *strict, "vulkan --strict", {.greedy_smoke = false});
   }
 }
 
@@ -88,15 +92,40 @@ TEST_CASE("vulkan: the zoo llama in every quantized type matches llama.cpp's log
   }
 }
 
-TEST_CASE("vulkan: --strict refuses a zoo file whose ops the backend lacks, naming the node and why" * needs(vulkan_tests())) {
+TEST_CASE("vulkan: --strict refuses a node the backend lacks (a rope reading a folded table), naming it and why, and without it runs on the CPU" *
+          needs(vulkan_tests())) {
   require_vulkan_device();
-  for (const auto& [name, op] : kVulkanLacks) {
-    if (op.empty()) continue;
-    CAPTURE(name);
-    const auto r = run_tessera({"run", "--backend", "vulkan", "--strict", "-m", shared_path("models/zoo/" + name + ".gguf"),
-                                "--prompt-ids", "1,30,40", "--temp", "0", "-n", "8", "--print-ids"});
-    CHECK(r.exit_code != 0);
-    CHECK(r.err.find("--strict: vulkan:0 cannot run ") != std::string::npos);
-    CHECK(r.err.find("(" + op + ", ") != std::string::npos);
+  const std::string ir = temp_dir() + "/vulkan-rope-table.ir";
+  {
+    std::ofstream f(ir);
+    f << kRopeWithTable;
   }
+  const auto placed = run_tessera({"ir", "--parse", ir, "--target", "vulkan", "--passes", "place"});
+  REQUIRE_MESSAGE(placed.exit_code == 0, placed.err);
+  CHECK(placed.out.find("@cpu:0  # rope") != std::string::npos);
+  const auto strict = run_tessera({"ir", "--parse", ir, "--target", "vulkan", "--passes", "place", "--strict"});
+  CHECK(strict.exit_code != 0);
+  CHECK(strict.err.find("--strict: vulkan:0 cannot run rope (rope, f32): ") != std::string::npos);
+  CHECK(strict.err.find("rope_table") != std::string::npos);
+}
+
+TEST_CASE("vulkan: llama3's rope_freqs.weight reaches every rope on the device: factors of one change nothing, others give the CPU's logits" *
+          needs(vulkan_tests())) {
+  require_vulkan_device();
+  const auto ids = zoo_cases("llama-f32")[2].full;
+  const std::string ones = llama_with_freq_factors(std::vector<float>(16, 1.0f), "vk-ones");
+  const std::string ramp = llama_with_freq_factors(ramp_freq_factors(16), "vk-ramp");
+  auto logits = [&](const std::string& path, const std::string& backend) {
+    auto m = open_model(path, backend, backend == "vulkan");
+    CHECK(m->placement_notes().empty());
+    return teacher_forced(*m, ids);
+  };
+  const auto plain = logits(shared_path("models/zoo/llama-f32.gguf"), "vulkan");
+  // Dividing by one is the identity: the device's RoPE table is the same.
+  CHECK(logits(ones, "vulkan") == plain);
+  const auto with_ramp = logits(ramp, "vulkan");
+  const double moved = whole_nmse(with_ramp, plain), off_cpu = whole_nmse(with_ramp, logits(ramp, "cpu"));
+  MESSAGE("factors 1, 1.5, ...: NMSE " << moved << " from the plain file's logits, " << off_cpu << " from the CPU's");
+  CHECK(moved > 1e-6);
+  CHECK(off_cpu < 1e-10);
 }
