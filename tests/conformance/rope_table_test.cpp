@@ -14,6 +14,7 @@
 #include "graph/parser.h"
 #include "graph/verifier.h"
 #include "hal_harness.h"
+#include "support/rope_table_graph.h"
 
 namespace tessera::testing {
 namespace {
@@ -105,17 +106,6 @@ TEST_CASE("rope_kv_append from the table equals rope_kv_append computed, to the 
     }
   });
 }
-
-// x is a weight so the plan needs no embedding; the table is bound the way
-// ModelRunner binds it: materialized from the recipe, imported like a weight.
-const char* const kRopeWithTable = R"(graph @rope_table {
-  %0 = input "positions" : i32[T]
-  %1 = weight "x" : f32[4, 16]
-  %2 = constant "rope_table.0" : f32[64, 4, 2] {recipe=rope_table, rot_dims=8, theta=10000, positions=64}
-  %3 = rope(%1, %0, %2) {heads=2, head_dim=8, rot_dims=8, theta=10000, layout=interleaved} : f32[4, 16]  # rope
-  return %3
-}
-)";
 
 TEST_CASE("the CPU executable refuses a position past the folded table, and rotates by it below") {
   auto g = graph::parse(kRopeWithTable, "rope_table.ir");

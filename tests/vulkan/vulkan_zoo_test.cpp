@@ -16,6 +16,7 @@
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
 #include "support/llama3_rope_freqs.h"
+#include "support/rope_table_graph.h"
 #include "support/requirements.h"
 #include "support/vulkan_device.h"
 #include "support/zoo_reference.h"
@@ -40,17 +41,6 @@ std::unique_ptr<tessera::Model> open_model(const std::string& path, const std::s
 std::unique_ptr<tessera::Model> open_vulkan(const ZooFile& z, bool strict) {
   return open_model(shared_path("models/zoo/" + z.name + ".gguf"), "vulkan", strict);
 }
-
-// x is a weight, so the plan needs no embedding; the rope reads a table
-// fold_constants would make for the CPU.
-const char* const kRopeWithTable = R"(graph @rope_table {
-  %0 = input "positions" : i32[T]
-  %1 = weight "x" : f32[4, 16]
-  %2 = constant "rope_table.0" : f32[64, 4, 2] {recipe=rope_table, rot_dims=8, theta=10000, positions=64}
-  %3 = rope(%1, %0, %2) {heads=2, head_dim=8, rot_dims=8, theta=10000, layout=interleaved} : f32[4, 16]  # rope
-  return %3
-}
-)";
 
 }  // namespace
 
