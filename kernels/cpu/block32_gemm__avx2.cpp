@@ -32,16 +32,6 @@ inline __m256i fifth_bits(const uint8_t* qh) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-// The f16 mins of four weight rows' block b as f32 lanes 0..3 (scales4's way, simd_util__x86.h).
-template <typename Row>
-inline __m128 mins4(const Row* rows, int64_t b) {
-  uint64_t lo = (uint64_t)rows[0][b].m | (uint64_t)rows[1][b].m << 16;
-  asm("" : "+r"(lo));
-  uint64_t hi = (uint64_t)rows[2][b].m << 32 | (uint64_t)rows[3][b].m << 48;
-  asm("" : "+r"(hi));
-  return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)(lo | hi)));
-}
-
 // quant_tile_driver.h's kernel: 4 weight rows a step, up to 2 x rows.
 template <typename B>
 struct Block32 {
@@ -77,7 +67,7 @@ struct Block32 {
       }
     }
     __m128 mw;
-    if constexpr (kMin) mw = mins4(w, b);
+    if constexpr (kMin) mw = halves4<&Block::m>(w, b);
     for (int i = 0; i < MR; ++i) {
       const __m256i q = load256(xr[i] + 32 * b);
       __m256 scale[4];

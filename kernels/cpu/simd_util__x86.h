@@ -12,6 +12,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
+#include <type_traits>
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -43,13 +44,20 @@ inline void prefetch_next_span(const char* p) {
 // vcvtph2ps, keeping the vector ports for the dot products; the empty asm
 // statements stop GCC's SLP vectorizer from moving the packing back onto
 // the vector ports as a longer sequence.
-template <typename Row>
-inline __m128 scales4(const Row* rows, int64_t b) {
-  uint64_t lo = (uint64_t)rows[0][b].d | (uint64_t)rows[1][b].d << 16;
+// `Field` picks which f16 of the block (its scale d, or its min m).
+template <auto Field, typename Row>
+inline __m128 halves4(const Row* rows, int64_t b) {
+  uint64_t lo = (uint64_t)(rows[0][b].*Field) | (uint64_t)(rows[1][b].*Field) << 16;
   asm("" : "+r"(lo));
-  uint64_t hi = (uint64_t)rows[2][b].d << 32 | (uint64_t)rows[3][b].d << 48;
+  uint64_t hi = (uint64_t)(rows[2][b].*Field) << 32 | (uint64_t)(rows[3][b].*Field) << 48;
   asm("" : "+r"(hi));
   return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)(lo | hi)));
+}
+
+template <typename Row>
+inline __m128 scales4(const Row* rows, int64_t b) {
+  using Block = std::remove_cvref_t<decltype(rows[0][b])>;
+  return halves4<&Block::d>(rows, b);
 }
 
 // Lane r of s (r < 4), broadcast to 8 lanes.
