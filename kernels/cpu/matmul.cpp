@@ -120,11 +120,11 @@ detail::QTileFn q8_K_tile(const detail::IsaKernels& isa, DType t) {
 
 // x rows to q8_K in the workspace, then the tiles over weight rows in the
 // standard layout (rows_x4 holds only q8_0/q4_0).
-void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, detail::QTileFn tile_fn) {
+void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
   const int64_t xs = detail::q8_K_row_bytes(a.k);
   auto* qx = static_cast<std::byte*>(a.workspace);
   detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) detail::quantize_row_q8_K(a.x + r * a.k, a.k, qx + r * xs);
+    for (int64_t r = r0; r < r1; ++r) isa.quantize_row_K(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
   });
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const int64_t block_bytes = traits(a.w_dtype).block_bytes;
@@ -203,7 +203,7 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
     case DType::bf16: return plain(a, pf, isa.bf16_tile);
     default:
       if (detail::QTileFn tile = qx_tile(isa, a.w_dtype)) return quantized(a, pf, isa, tile);
-      if (detail::QTileFn tile = q8_K_tile(isa, a.w_dtype)) return q8_K_quantized(a, pf, tile);
+      if (detail::QTileFn tile = q8_K_tile(isa, a.w_dtype)) return q8_K_quantized(a, pf, isa, tile);
       return;  // matmul_supports admits no other type
   }
 }
