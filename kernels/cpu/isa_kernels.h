@@ -98,7 +98,9 @@ inline void block_rows(const QWeightRows& w, BlockRow<Block> (&rows)[NR]) {
 // Quantizes one x row of k floats (k a multiple of 32) for weights of w_dtype.
 using QuantizeRowFn = void (*)(DType w_dtype, const float* x, int64_t k, std::byte* row);
 
-// y[i * ldy + r] = dot(x row i, w row r) for i < mr <= 4, r < nr <= 4.
+// y[i * ldy + r] = dot(x row i, w row r) for i < mr <= 4, r < nr: nr <= 4
+// for the qx tiles (rows_x4 groups are 4 rows), any count for the q8_K
+// tiles (standard layout only).
 // Quantized: x rows are qx rows (stride x_stride bytes), w rows are blocks.
 using QTileFn = void (*)(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
                          int64_t ldy);

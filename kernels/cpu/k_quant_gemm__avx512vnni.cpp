@@ -6,6 +6,7 @@
 // chunk's per-sub-block scales and accumulates in i32. The offsets come from
 // the x block sums once per super-block (q8_K_activations.h), and each
 // super-block's integer sum is scaled into an f32 accumulator.
+#include <array>
 #include <cstring>
 #include <type_traits>
 
@@ -86,19 +87,24 @@ inline __m128i k4_scales_mins_vec(const uint8_t* packed) {
 
 // vpshufb controls spreading i16 scale s(v, L) over 128-bit lane L of
 // vector v, from a register holding the 8 scales (i16) in every lane.
+// Tables, not built per call: a decode matmul calls a tile per L2 block.
 template <typename SubBlockOf>
-inline void scale_spread(SubBlockOf sub_block, __m512i (&ctl)[4]) {
-  for (int v = 0; v < 4; ++v) {
-    alignas(64) int8_t c[64];
+constexpr std::array<std::array<int8_t, 64>, 4> scale_spread(SubBlockOf sub_block) {
+  std::array<std::array<int8_t, 64>, 4> ctl{};
+  for (int v = 0; v < 4; ++v)
     for (int lane = 0; lane < 4; ++lane)
       for (int j = 0; j < 8; ++j) {
         const int s = sub_block(v, lane);
-        c[16 * lane + 2 * j] = (int8_t)(2 * s);
-        c[16 * lane + 2 * j + 1] = (int8_t)(2 * s + 1);
+        ctl[v][16 * lane + 2 * j] = (int8_t)(2 * s);
+        ctl[v][16 * lane + 2 * j + 1] = (int8_t)(2 * s + 1);
       }
-    ctl[v] = _mm512_load_si512(c);
-  }
+  return ctl;
 }
+// q4_K/q5_K: vector v = 2h + (hi): lanes 0-1 sub-block 4h + (hi), lanes 2-3 that + 2.
+alignas(64) constexpr auto kK4ScaleCtl = scale_spread([](int v, int lane) { return 4 * (v / 2) + v % 2 + (lane >= 2 ? 2 : 0); });
+// q6_K: chunk A (v = 0) of a half holds its sub-blocks 0-3 (lane L: L), B (v = 1) 4-7.
+alignas(64) constexpr auto kQ6KScaleCtl = scale_spread([](int v, int lane) { return 4 * (v % 2) + lane; });
+inline __m512i load_ctl(const std::array<int8_t, 64>& c) { return _mm512_load_si512(c.data()); }
 
 // q4_K / q5_K: per half h one maddubs and one dpwssd by the sub-block
 // scales for lo (sub-blocks 4h, 4h + 2) and for hi (4h + 1, 4h + 3) per x
@@ -113,10 +119,6 @@ struct K4 : Q8KRows {
     __m256 min;
   };
   const __m512i low4 = _mm512_set1_epi8(0x0f);
-  __m512i sc_ctl[4];  // vector v = 2h + (hi): lanes 0-1 sub-block 4h + (hi), lanes 2-3 that + 2
-  K4() {
-    scale_spread([](int v, int lane) { return 4 * (v / 2) + v % 2 + (lane >= 2 ? 2 : 0); }, sc_ctl);
-  }
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     const Block& blk = w[0][b];
@@ -127,7 +129,8 @@ struct K4 : Q8KRows {
     for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h) {
       const K4Codes q = k4_codes(blk, h, low4);
-      const __m512i sc_lo = _mm512_shuffle_epi8(sc16, sc_ctl[2 * h]), sc_hi = _mm512_shuffle_epi8(sc16, sc_ctl[2 * h + 1]);
+      const __m512i sc_lo = _mm512_shuffle_epi8(sc16, load_ctl(kK4ScaleCtl[2 * h]));
+      const __m512i sc_hi = _mm512_shuffle_epi8(sc16, load_ctl(kK4ScaleCtl[2 * h + 1]));
       for (int i = 0; i < MR; ++i) {
         const int8_t* xq = xr[i][b].qs + 128 * h;
         isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q.lo, load512(xq)), sc_lo);
@@ -156,11 +159,6 @@ struct Q6K : Q8KRows {
   // neighbour byte fall outside 0x30.
   const __m512i shl_a = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
   const __m512i shr_b = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-  // Chunk A of half h holds sub-blocks 8h..8h+3 (lane L: 8h + L), B 8h+4..8h+7.
-  __m512i sc_ctl[4];
-  Q6K() {
-    scale_spread([](int v, int lane) { return 4 * (v % 2) + lane; }, sc_ctl);
-  }
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     const BlockQ6_K& blk = w[0][b];
@@ -179,7 +177,8 @@ struct Q6K : Q8KRows {
                                          _mm512_and_si512(_mm512_srlv_epi16(qh, shr_b), bits45));
       // Chunk A holds sub-blocks 8h..8h+3, B 8h+4..8h+7: 8 i16 pair sums each.
       const __m512i sc_h = _mm512_broadcast_i32x4(h == 0 ? _mm256_castsi256_si128(sc16) : _mm256_extracti128_si256(sc16, 1));
-      const __m512i sca = _mm512_shuffle_epi8(sc_h, sc_ctl[0]), scb = _mm512_shuffle_epi8(sc_h, sc_ctl[1]);
+      const __m512i sca = _mm512_shuffle_epi8(sc_h, load_ctl(kQ6KScaleCtl[0]));
+      const __m512i scb = _mm512_shuffle_epi8(sc_h, load_ctl(kQ6KScaleCtl[1]));
       for (int i = 0; i < MR; ++i) {
         const int8_t* xq = xr[i][b].qs + 128 * h;
         isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(qa, load512(xq)), sca);
