@@ -40,7 +40,7 @@ class ThreadPool final : public ParallelFor {
   std::atomic<bool> stop_{false};
   // the current job, published by the release on generation_
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-  int64_t n_ = 0, chunk_ = 1;
+  int64_t n_ = 0, grain_ = 1, shares_ = 1;
   std::atomic<int64_t> next_{0};
 };
 

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa_kernels.h"
+#include "kernels/cpu/q8_K_activations.h"
 
 #if defined(TESSERA_X86)
 #include <cpuid.h>
@@ -98,6 +99,7 @@ constexpr IsaKernels kPortable{
     .q5_0_tile = q5_0_tile__portable,
     .q5_1_tile = q5_1_tile__portable,
     .iq4_nl_tile = iq4_nl_tile__portable,
+    .quantize_row_K = quantize_row_q8_K_natural,
     .q2_K_tile = q2_K_tile__portable,
     .q3_K_tile = q3_K_tile__portable,
     .q4_K_tile = q4_K_tile__portable,
@@ -123,6 +125,7 @@ constexpr IsaKernels kAvx2{
     .q5_0_tile = q5_0_tile__avx2,
     .q5_1_tile = q5_1_tile__avx2,
     .iq4_nl_tile = iq4_nl_tile__avx2,
+    .quantize_row_K = quantize_row_q8_K_natural,
     .q2_K_tile = q2_K_tile__avx2,
     .q3_K_tile = q3_K_tile__avx2,
     .q4_K_tile = q4_K_tile__avx2,
@@ -147,6 +150,7 @@ constexpr IsaKernels kAvx512Vnni{
     .q5_0_tile = q5_0_tile__avx512vnni,
     .q5_1_tile = q5_1_tile__avx512vnni,
     .iq4_nl_tile = iq4_nl_tile__avx512vnni,
+    .quantize_row_K = quantize_row_K__avx512vnni,
     .q2_K_tile = q2_K_tile__avx512vnni,
     .q3_K_tile = q3_K_tile__avx512vnni,
     .q4_K_tile = q4_K_tile__avx512vnni,

@@ -98,7 +98,9 @@ inline void block_rows(const QWeightRows& w, BlockRow<Block> (&rows)[NR]) {
 // Quantizes one x row of k floats (k a multiple of 32) for weights of w_dtype.
 using QuantizeRowFn = void (*)(DType w_dtype, const float* x, int64_t k, std::byte* row);
 
-// y[i * ldy + r] = dot(x row i, w row r) for i < mr <= 4, r < nr <= 4.
+// y[i * ldy + r] = dot(x row i, w row r) for i < mr <= 4, r < nr: nr <= 4
+// for the qx tiles (rows_x4 groups are 4 rows), any count for the q8_K
+// tiles (standard layout only).
 // Quantized: x rows are qx rows (stride x_stride bytes), w rows are blocks.
 using QTileFn = void (*)(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
                          int64_t ldy);
@@ -112,7 +114,9 @@ struct IsaKernels {
   QuantizeRowFn quantize_row;
   // x rows as qx rows (above), one block of 32 per weight block.
   QTileFn q8_0_tile, q4_0_tile, q4_1_tile, q5_0_tile, q5_1_tile, iq4_nl_tile;
-  // x rows as q8_K blocks (q8_K_activations.h), weights in their GGUF layout.
+  // x rows as q8_K blocks (q8_K_activations.h), in the element order this
+  // family's quantize_row_K writes them, weights in their GGUF layout.
+  QuantizeRowFn quantize_row_K;
   QTileFn q2_K_tile, q3_K_tile, q4_K_tile, q5_K_tile, q6_K_tile, iq4_xs_tile;
   FTileFn f32_tile, f16_tile, bf16_tile;
   float (*dot)(const float* a, const float* b, int64_t n);
@@ -169,6 +173,7 @@ void f16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
+void quantize_row_K__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_1_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);

@@ -45,9 +45,12 @@ void epilogue(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t c0, int64_t c
   if (a.epilogue) detail::apply_epilogue(*a.epilogue, a.y, a.n, r0, r1, c0, c1);
 }
 
-// tile(m0, mr, n0, nr) computes y[m0 : m0 + mr, n0 : n0 + nr]. An epilogue
+// tile(m0, mr, n0, nr) computes y[m0 : m0 + mr, n0 : n0 + nr], nr <= kNR,
+// or with kWideTiles every row of an L2 block at once (tiles that take any
+// row count: one call per block rather than per 4 rows, which for
+// 2048-wide decode rows cost as much as a tenth of the dots). An epilogue
 // runs over each x-row tile's block of columns right after its dots.
-template <typename Tile>
+template <bool kWideTiles = false, typename Tile>
 void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const Tile& tile) {
   const int64_t groups = (a.n + kNR - 1) / kNR;
   const int64_t group_bytes = kNR * w_row_bytes;
@@ -63,9 +66,13 @@ void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const Ti
       const int64_t ge = std::min(g1, gb + block_groups);
       for (int64_t m0 = 0; m0 < a.m; m0 += kMR) {
         const int mr = (int)std::min<int64_t>(kMR, a.m - m0);
-        for (int64_t g = gb; g < ge; ++g) {
-          const int64_t n0 = g * kNR;
-          tile(m0, mr, n0, (int)std::min<int64_t>(kNR, a.n - n0));
+        if constexpr (kWideTiles) {
+          tile(m0, mr, gb * kNR, (int)(std::min(a.n, ge * kNR) - gb * kNR));
+        } else {
+          for (int64_t g = gb; g < ge; ++g) {
+            const int64_t n0 = g * kNR;
+            tile(m0, mr, n0, (int)std::min<int64_t>(kNR, a.n - n0));
+          }
         }
         epilogue(a, m0, m0 + mr, gb * kNR, std::min(a.n, ge * kNR));
       }
@@ -120,16 +127,16 @@ detail::QTileFn q8_K_tile(const detail::IsaKernels& isa, DType t) {
 
 // x rows to q8_K in the workspace, then the tiles over weight rows in the
 // standard layout (rows_x4 holds only q8_0/q4_0).
-void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, detail::QTileFn tile_fn) {
+void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
   const int64_t xs = detail::q8_K_row_bytes(a.k);
   auto* qx = static_cast<std::byte*>(a.workspace);
   detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) detail::quantize_row_q8_K(a.x + r * a.k, a.k, qx + r * xs);
+    for (int64_t r = r0; r < r1; ++r) isa.quantize_row_K(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
   });
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const int64_t block_bytes = traits(a.w_dtype).block_bytes;
   const auto* w = static_cast<const std::byte*>(a.w);
-  blocked(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
+  blocked<true>(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
     tile_fn(qx + m0 * xs, xs, mr, detail::QWeightRows{w + n0 * row_bytes, row_bytes, block_bytes}, nr, a.k,
             a.y + m0 * a.n + n0, a.n);
   });
@@ -203,7 +210,7 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
     case DType::bf16: return plain(a, pf, isa.bf16_tile);
     default:
       if (detail::QTileFn tile = qx_tile(isa, a.w_dtype)) return quantized(a, pf, isa, tile);
-      if (detail::QTileFn tile = q8_K_tile(isa, a.w_dtype)) return q8_K_quantized(a, pf, tile);
+      if (detail::QTileFn tile = q8_K_tile(isa, a.w_dtype)) return q8_K_quantized(a, pf, isa, tile);
       return;  // matmul_supports admits no other type
   }
 }

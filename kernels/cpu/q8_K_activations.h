@@ -7,6 +7,10 @@
 // per 16), and q6_K's "- 32" is -32 * sum_s scale_s * bsums[s] (q3_K's "- 4"
 // likewise), so the tiles dot unsigned
 // weight codes with signed x and correct once per super-block.
+// The avx512_vnni family stores q4_K and q5_K x rows with each 128 elements'
+// middle 64 swapped (k_quant_gemm__avx512vnni.cpp says why); qs is then in
+// that order, bsums in element order. A row is read only by the tiles of the
+// family whose quantize_row_K (isa_kernels.h) wrote it.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -26,9 +30,13 @@ inline int64_t q8_K_row_bytes(int64_t k) {
   return ((k / kQK_K) * (int64_t)sizeof(BlockQ8_K) + 63) / 64 * 64;
 }
 
-// Quantizes one x row of k floats (k a multiple of 256). Plain C++ for every
-// ISA family: it is O(k) per x row against the tiles' O(n * k).
+// Quantizes one x row of k floats (k a multiple of 256), in element order.
+// Plain C++ for the portable and avx2 families (the avx512_vnni family has
+// its own, bit for bit the same before its reordering).
 void quantize_row_q8_K(const float* x, int64_t k, std::byte* row);
+// The same as a QuantizeRowFn (isa_kernels.h), for the families whose tiles
+// read every type's x rows in element order.
+void quantize_row_q8_K_natural(DType w_dtype, const float* x, int64_t k, std::byte* row);
 
 namespace {
 // q4_K/q5_K's 12 packed bytes as 8 six-bit scales (bytes 0-7 of u, little

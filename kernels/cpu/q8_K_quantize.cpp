@@ -31,4 +31,6 @@ void quantize_row_q8_K(const float* x, int64_t k, std::byte* row) {
   }
 }
 
+void quantize_row_q8_K_natural(DType, const float* x, int64_t k, std::byte* row) { quantize_row_q8_K(x, k, row); }
+
 }  // namespace tessera::kernels::cpu::detail
