@@ -78,6 +78,18 @@ std::vector<float> cpu_matmul(DType t, const std::vector<float>& x, const std::b
   return y;
 }
 
+// What gelu_f16's table adds to a program's error against the oracle: it
+// looks its input up at f16 precision, so where the CPU's values and the
+// reference's differ in the last bits an input on an f16 rounding boundary
+// takes the neighbouring entry, 2^-11 relative apart, and each lookup in a
+// chain can do so again. (A fixed 2e-4 for any program failed about one
+// seed in twenty once a matmul's rounding fed two chained lookups.)
+double lookup_error(const ElementwiseProgram& p) {
+  int lookups = 0;
+  for (int i = 0; i < p.n_instrs; ++i) lookups += p.instrs[i].op == EwOp::gelu_f16;
+  return lookups * 0x1p-11;
+}
+
 }  // namespace
 
 TEST_CASE("mul, silu, gelu and bias_add match the reference at odd sizes on every ISA") {
@@ -154,12 +166,7 @@ TEST_CASE("random elementwise programs equal their instructions run as the stand
       e.inputs[0] = x0.data();
       e.out = oracle.data();
       ref::elementwise(e);
-      // gelu_f16 looks its input up at f16 precision: where the CPU's silu or
-      // gelu and the reference's differ in the last bits, an input on an f16
-      // rounding boundary takes the neighbouring entry, 2^-11 relative apart.
-      bool table_lookup = false;
-      for (int i = 0; i < p.n_instrs; ++i) table_lookup |= p.instrs[i].op == EwOp::gelu_f16;
-      CHECK(rel_error(got, oracle) < (table_lookup ? 2e-4 : 1e-5));
+      CHECK(rel_error(got, oracle) < 1e-5 + lookup_error(p));
     }
   });
 }
@@ -199,7 +206,7 @@ TEST_CASE("matmul_epilogue equals the matmul then its program, bit for bit, for 
           ref::matmul({x.data(), w.data(), t, ref_product.data(), m, n, k, nullptr});
           CHECK(beyond_bound(product, ref_product, q8_error_bound(t, x, w, m, n, k)) == 0);
         }
-        if (!(quantizes_x(t) && has_block_mins(t))) CHECK(rel_error(want, oracle) < bound(t) * 4);
+        if (!(quantizes_x(t) && has_block_mins(t))) CHECK(rel_error(want, oracle) < bound(t) * 4 + lookup_error(p));
       }
   });
 }

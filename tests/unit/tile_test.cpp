@@ -92,10 +92,11 @@ TEST_CASE("the cost model splits an op into one item when it is shorter than a p
   CHECK(parallel_items(7.9, 4) == 1);    // < 2 us x 4 cores
   CHECK(parallel_items(13.3, 4) == 4);   // at least one per core once split
   CHECK(parallel_items(80, 4) == 10);    // 8 us an item
-  CHECK(parallel_items(1000, 4) == 16);  // at most 4 per core
+  CHECK(parallel_items(1000, 4) == 125);   // still 8 us an item
+  CHECK(parallel_items(1e6, 4) == 256);    // at most 64 per core
 }
 
-TEST_CASE("CPU tiles: tiny matmuls run as one item, big ones split to at most 4 items per core, weight blocks from L2") {
+TEST_CASE("CPU tiles: tiny matmuls run as one item, big ones split into 8 us items, weight blocks from L2") {
   const DeviceInfo d = cpu_4_cores();
   auto text = tiled(&d);
   REQUIRE_MESSAGE(text.has_value(), text.status().message());
@@ -103,8 +104,8 @@ TEST_CASE("CPU tiles: tiny matmuls run as one item, big ones split to at most 4 
   CHECK(line_of(*text, "small") == "  %6 = matmul(%5, %2) tile{weight_block_bytes=65536, chunk_bytes=8192} : f32[T, 32]  ");
   // mid: 133 kB = 13.3 us: 4 items (one a core) of 32 KiB.
   CHECK(line_of(*text, "mid") == "  %7 = matmul(%5, %3) tile{weight_block_bytes=65536, chunk_bytes=32768} : f32[T, 512]  ");
-  // big: 2.13 MB = 213 us: 16 items of 128 KiB.
-  CHECK(line_of(*text, "big") == "  %8 = matmul(%5, %4) tile{weight_block_bytes=65536, chunk_bytes=131072} : f32[T, 8192]  ");
+  // big: 2.13 MB = 213 us: 26 items of 8 us, 80,660 bytes (2 MiB / 26, rounded up).
+  CHECK(line_of(*text, "big") == "  %8 = matmul(%5, %4) tile{weight_block_bytes=65536, chunk_bytes=80660} : f32[T, 8192]  ");
   auto back = parse(*text);
   REQUIRE_MESSAGE(back.has_value(), back.status().message());
   CHECK(print(*back) == *text);
