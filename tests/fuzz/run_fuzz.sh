@@ -66,5 +66,10 @@ if [ -f "$src/tests/fuzz/$target.shared_seeds" ]; then
 fi
 [ -d "$src/tests/fuzz/${target}_regressions" ] && cp "$src/tests/fuzz/${target}_regressions"/* "$dir/corpus/"
 echo "fuzzing $target for ${seconds}s (libFuzzer prints its seed)"
-"$bin" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1 "$@" "$dir/corpus" 2>&1 | tail -n 25
+# The whole log stays in WORK_DIR/TARGET/last_run.log (its "DONE cov: ft:"
+# line is the coverage to record); the terminal gets its end.
+# Crash, leak, timeout and slow-unit inputs go to WORK_DIR/TARGET/, never the
+# caller's directory (a source tree).
+"$bin" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/" "$@" "$dir/corpus" 2>&1 |
+  tee "$dir/last_run.log" | tail -n 25
 exit "${PIPESTATUS[0]}"
