@@ -52,7 +52,7 @@ if [ "$seconds" = replay ]; then
   regressions=$src/tests/fuzz/${target}_regressions
   [ -d "$regressions" ] || { echo "no $regressions"; exit 0; }
   # Each input once: libFuzzer runs the files given and exits non-zero on the first failure.
-  "$bin" -rss_limit_mb=2048 "$regressions"/* 2>&1 | tail -n 25
+  "$bin" -rss_limit_mb=2048 -artifact_prefix="$dir/" "$regressions"/* 2>&1 | tail -n 25
   exit "${PIPESTATUS[0]}"
 fi
 rm -rf "$dir/corpus"
