@@ -5,7 +5,10 @@
 // it never saturates) and vpdpwssd, which multiplies those pairs by the
 // chunk's per-sub-block scales and accumulates in i32. The offsets come from
 // the x block sums once per super-block (q8_K_activations.h), and each
-// super-block's integer sum is scaled into an f32 accumulator.
+// super-block's integer sum is scaled into an f32 accumulator. This family
+// quantizes x itself (quantize_row_K__avx512vnni, below): q4_K/q5_K's x is
+// stored in the order their weights unpack to. One x row (decode) takes
+// four weight rows a step (FourRows).
 #include <array>
 #include <cstring>
 #include <type_traits>
