@@ -88,6 +88,18 @@ inline __m128i k4_scales_mins_vec(const uint8_t* packed) {
   return _mm_or_si128(_mm_or_si128(low, high_nibbles), _mm_and_si128(_mm_srli_epi16(top, 2), _mm_set1_epi8(0x30)));
 }
 
+// The same for four rows at once, one per 128-bit lane of q.
+inline __m512i k4_scales_mins_x4(__m512i q) {
+  auto each = [](__m128i v) { return _mm512_broadcast_i32x4(v); };
+  const __m512i a = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
+  const __m512i top = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
+  const __m512i low = _mm512_and_si512(a, each(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
+  const __m512i high_nibbles =
+      _mm512_and_si512(_mm512_srli_epi16(a, 4), each(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+  return _mm512_or_si512(_mm512_or_si512(low, high_nibbles),
+                         _mm512_and_si512(_mm512_srli_epi16(top, 2), _mm512_set1_epi8(0x30)));
+}
+
 // vpshufb controls spreading i16 scale s(v, L) over 128-bit lane L of
 // vector v, from a register holding the 8 scales (i16) in every lane.
 // Tables, not built per call: a decode matmul calls a tile per L2 block.
@@ -108,6 +120,20 @@ alignas(64) constexpr auto kK4ScaleCtl = scale_spread([](int v, int lane) { retu
 // q6_K: chunk A (v = 0) of a half holds its sub-blocks 0-3 (lane L: L), B (v = 1) 4-7.
 alignas(64) constexpr auto kQ6KScaleCtl = scale_spread([](int v, int lane) { return 4 * (v % 2) + lane; });
 inline __m512i load_ctl(const std::array<int8_t, 64>& c) { return _mm512_load_si512(c.data()); }
+// The same spread from the scales as bytes (u8), zero-extended to i16 by
+// the control's 0x80 in every high byte: K4Rows4 skips the widening.
+template <typename SubBlockOf>
+constexpr std::array<std::array<int8_t, 64>, 4> byte_spread(SubBlockOf sub_block) {
+  std::array<std::array<int8_t, 64>, 4> ctl{};
+  for (int v = 0; v < 4; ++v)
+    for (int lane = 0; lane < 4; ++lane)
+      for (int j = 0; j < 8; ++j) {
+        ctl[v][16 * lane + 2 * j] = (int8_t)sub_block(v, lane);
+        ctl[v][16 * lane + 2 * j + 1] = (int8_t)0x80;
+      }
+  return ctl;
+}
+alignas(64) constexpr auto kK4ScaleBytesCtl = byte_spread([](int v, int lane) { return 4 * (v / 2) + v % 2 + (lane >= 2 ? 2 : 0); });
 
 // q4_K / q5_K: per half h one maddubs and one dpwssd by the sub-block
 // scales for lo (sub-blocks 4h, 4h + 2) and for hi (4h + 1, 4h + 3) per x
@@ -314,6 +340,54 @@ struct Iq4Xs : Q8KRows {
   void store(const Acc& a, int, float* y) const { *y = _mm512_reduce_add_ps(a); }
 };
 
+// q4_K / q5_K for one x row, four weight rows a step (FourRows<K4> with the
+// rows' scale unpacking done once for the four, one row per 128-bit lane):
+// each row's sums take K4's operations in K4's order, so the bits are K4's.
+template <typename B>
+struct K4Rows4 : Q8KRows {
+  using Block = B;
+  static constexpr int kRows = 4, kMaxMR = 1;
+  struct Acc {
+    typename K4<B>::Acc a[4];
+  };
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  // [m0, m0, m1, m1, ..., m7, m7] as i16 from the row's bytes 8-15.
+  const __m256i mins_ctl = _mm256_setr_epi8(8, -128, 8, -128, 9, -128, 9, -128, 10, -128, 10, -128, 11, -128, 11, -128,
+                                            12, -128, 12, -128, 13, -128, 13, -128, 14, -128, 14, -128, 15, -128, 15, -128);
+  template <int MR>
+  void step(const BlockRow<Block> (&w)[4], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
+    static_assert(MR == 1);
+    auto scales128 = [&](int r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r][b].scales)); };
+    __m512i packed = _mm512_castsi128_si512(scales128(0));
+    packed = _mm512_inserti32x4(packed, scales128(1), 1);
+    packed = _mm512_inserti32x4(packed, scales128(2), 2);
+    packed = _mm512_inserti32x4(packed, scales128(3), 3);
+    const __m512i sm8 = k4_scales_mins_x4(packed);
+    const BlockQ8_K& x = xr[0][b];
+    for (int r = 0; r < 4; ++r) {
+      const Block& blk = w[r][b];
+      const __m512i row = _mm512_shuffle_i32x4(sm8, sm8, r * 0x55);  // row r's bytes in every lane
+      const __m256i mins = _mm256_shuffle_epi8(_mm512_castsi512_si256(row), mins_ctl);
+      __m512i isum = _mm512_setzero_si512();
+      for (int h = 0; h < 2; ++h) {
+        const K4Codes q = k4_codes(blk, h, low4);
+        const __m512i sc_lo = _mm512_shuffle_epi8(row, load_ctl(kK4ScaleBytesCtl[2 * h]));
+        const __m512i sc_hi = _mm512_shuffle_epi8(row, load_ctl(kK4ScaleBytesCtl[2 * h + 1]));
+        isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q.lo, load512(x.qs + 128 * h)), sc_lo);
+        isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q.hi, load512(x.qs + 128 * h + 64)), sc_hi);
+      }
+      const float d = _cvtsh_ss(blk.d), dmin = _cvtsh_ss(blk.dmin);
+      const __m256i msum = _mm256_madd_epi16(load256(x.bsums), mins);
+      auto& a = acc[0].a[r];
+      a.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * x.d), a.sum);
+      a.min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * x.d), a.min);
+    }
+  }
+  void store(const Acc& a, int nr, float* y) const {
+    for (int r = 0; r < nr; ++r) y[r] = _mm512_reduce_add_ps(_mm512_sub_ps(a.a[r].sum, _mm512_zextps256_ps512(a.a[r].min)));
+  }
+};
+
 // One x row (decode) takes four weight rows a step: four streams of weight
 // blocks in flight instead of one, which kept two threads of a 4096 x 14336
 // q4_K GEMV closer to the read roof (0.63 -> 0.70 of it, medians of 40
@@ -341,10 +415,10 @@ struct FourRows : K {
   }
 };
 
-template <typename K>
+template <typename K, typename Decode = FourRows<K>>
 void run_k_tile(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
                 int64_t ldy) {
-  if (mr == 1) return run_tile(FourRows<K>{}, x, x_stride, mr, w, nr, k / kQK_K, y, ldy);
+  if (mr == 1) return run_tile(Decode{}, x, x_stride, mr, w, nr, k / kQK_K, y, ldy);
   run_tile(K{}, x, x_stride, mr, w, nr, k / kQK_K, y, ldy);
 }
 
@@ -383,12 +457,12 @@ void quantize_row_K__avx512vnni(DType w_dtype, const float* x, int64_t k, std::b
 
 void q4_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
                            float* y, int64_t ldy) {
-  run_k_tile<K4<BlockQ4_K>>(x, x_stride, mr, w, nr, k, y, ldy);
+  run_k_tile<K4<BlockQ4_K>, K4Rows4<BlockQ4_K>>(x, x_stride, mr, w, nr, k, y, ldy);
 }
 
 void q5_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
                            float* y, int64_t ldy) {
-  run_k_tile<K4<BlockQ5_K>>(x, x_stride, mr, w, nr, k, y, ldy);
+  run_k_tile<K4<BlockQ5_K>, K4Rows4<BlockQ5_K>>(x, x_stride, mr, w, nr, k, y, ldy);
 }
 
 void q6_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
