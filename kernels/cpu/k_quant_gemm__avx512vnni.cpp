@@ -74,22 +74,12 @@ inline K4Codes k4_codes(const BlockQ5_K& blk, int h, __m512i low4) {
 }
 
 // q4_K/q5_K's 12 packed bytes as 8 six-bit scales (bytes 0-7) and 8 mins
-// (8-15), k4_scales_mins in vector registers: j < 4 is the low 6 bits of
-// bytes j and j + 4; j >= 4 is a nibble of byte j + 4 with the top 2 bits
-// of byte j - 4 (scales) or j (mins) above it. (The 16-byte load reads 4
-// bytes of qs past the scales; they are masked off.)
-inline __m128i k4_scales_mins_vec(const uint8_t* packed) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
-  const __m128i a = _mm_shuffle_epi8(q, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-  const __m128i top = _mm_shuffle_epi8(q, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
-  const __m128i low = _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  const __m128i high_nibbles =
-      _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-  return _mm_or_si128(_mm_or_si128(low, high_nibbles), _mm_and_si128(_mm_srli_epi16(top, 2), _mm_set1_epi8(0x30)));
-}
-
-// The same for four rows at once, one per 128-bit lane of q.
-inline __m512i k4_scales_mins_x4(__m512i q) {
+// (8-15), k4_scales_mins in vector registers, for a row in each 128-bit
+// lane of q: j < 4 is the low 6 bits of bytes j and j + 4; j >= 4 is a
+// nibble of byte j + 4 with the top 2 bits of byte j - 4 (scales) or j
+// (mins) above it. (Each lane's 16-byte load reads 4 bytes of qs past the
+// scales; they are masked off.)
+inline __m512i k4_scales_mins_lanes(__m512i q) {
   auto each = [](__m128i v) { return _mm512_broadcast_i32x4(v); };
   const __m512i a = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
   const __m512i top = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
@@ -100,40 +90,35 @@ inline __m512i k4_scales_mins_x4(__m512i q) {
                          _mm512_and_si512(_mm512_srli_epi16(top, 2), _mm512_set1_epi8(0x30)));
 }
 
-// vpshufb controls spreading i16 scale s(v, L) over 128-bit lane L of
-// vector v, from a register holding the 8 scales (i16) in every lane.
-// Tables, not built per call: a decode matmul calls a tile per L2 block.
+// vpshufb controls spreading scale s(v, L) over 128-bit lane L of vector v
+// as i16, from a register holding a row's 8 scales in every lane: as i16
+// (i16 source), or as bytes, zero-extended by the control's 0x80 in every
+// high byte (u8 source). Tables, not built per call: a decode matmul calls
+// a tile per L2 block.
+enum class ScaleSource { i16, u8 };
 template <typename SubBlockOf>
-constexpr std::array<std::array<int8_t, 64>, 4> scale_spread(SubBlockOf sub_block) {
+constexpr std::array<std::array<int8_t, 64>, 4> scale_spread(ScaleSource src, SubBlockOf sub_block) {
   std::array<std::array<int8_t, 64>, 4> ctl{};
   for (int v = 0; v < 4; ++v)
     for (int lane = 0; lane < 4; ++lane)
       for (int j = 0; j < 8; ++j) {
         const int s = sub_block(v, lane);
-        ctl[v][16 * lane + 2 * j] = (int8_t)(2 * s);
-        ctl[v][16 * lane + 2 * j + 1] = (int8_t)(2 * s + 1);
+        ctl[v][16 * lane + 2 * j] = (int8_t)(src == ScaleSource::i16 ? 2 * s : s);
+        ctl[v][16 * lane + 2 * j + 1] = (int8_t)(src == ScaleSource::i16 ? 2 * s + 1 : 0x80);
       }
   return ctl;
 }
-// q4_K/q5_K: vector v = 2h + (hi): lanes 0-1 sub-block 4h + (hi), lanes 2-3 that + 2.
-alignas(64) constexpr auto kK4ScaleCtl = scale_spread([](int v, int lane) { return 4 * (v / 2) + v % 2 + (lane >= 2 ? 2 : 0); });
-// q6_K: chunk A (v = 0) of a half holds its sub-blocks 0-3 (lane L: L), B (v = 1) 4-7.
-alignas(64) constexpr auto kQ6KScaleCtl = scale_spread([](int v, int lane) { return 4 * (v % 2) + lane; });
+// q4_K/q5_K (u8 scales): vector v = 2h + (hi): lanes 0-1 sub-block 4h + (hi), lanes 2-3 that + 2.
+alignas(64) constexpr auto kK4ScaleCtl =
+    scale_spread(ScaleSource::u8, [](int v, int lane) { return 4 * (v / 2) + v % 2 + (lane >= 2 ? 2 : 0); });
+// q6_K (i8 scales, widened to i16 first): chunk A (v = 0) of a half holds its sub-blocks 0-3 (lane L: L), B (v = 1) 4-7.
+alignas(64) constexpr auto kQ6KScaleCtl = scale_spread(ScaleSource::i16, [](int v, int lane) { return 4 * (v % 2) + lane; });
+// q4_K/q5_K's mins [m0, m0, m1, m1, ..., m7, m7] as i16 (each for its two
+// bsums of 16) from bytes 8-15 of a row's lane.
+alignas(32) constexpr std::array<int8_t, 32> kK4MinsCtl = {8,  -128, 8,  -128, 9,  -128, 9,  -128, 10, -128, 10,
+                                                           -128, 11, -128, 11, -128, 12, -128, 12, -128, 13, -128,
+                                                           13, -128, 14, -128, 14, -128, 15, -128, 15, -128};
 inline __m512i load_ctl(const std::array<int8_t, 64>& c) { return _mm512_load_si512(c.data()); }
-// The same spread from the scales as bytes (u8), zero-extended to i16 by
-// the control's 0x80 in every high byte: K4Rows4 skips the widening.
-template <typename SubBlockOf>
-constexpr std::array<std::array<int8_t, 64>, 4> byte_spread(SubBlockOf sub_block) {
-  std::array<std::array<int8_t, 64>, 4> ctl{};
-  for (int v = 0; v < 4; ++v)
-    for (int lane = 0; lane < 4; ++lane)
-      for (int j = 0; j < 8; ++j) {
-        ctl[v][16 * lane + 2 * j] = (int8_t)sub_block(v, lane);
-        ctl[v][16 * lane + 2 * j + 1] = (int8_t)0x80;
-      }
-  return ctl;
-}
-alignas(64) constexpr auto kK4ScaleBytesCtl = byte_spread([](int v, int lane) { return 4 * (v / 2) + v % 2 + (lane >= 2 ? 2 : 0); });
 
 // q4_K / q5_K: per half h one maddubs and one dpwssd by the sub-block
 // scales for lo (sub-blocks 4h, 4h + 2) and for hi (4h + 1, 4h + 3) per x
@@ -151,15 +136,20 @@ struct K4 : Q8KRows {
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     const Block& blk = w[0][b];
-    const __m128i sm8 = k4_scales_mins_vec(blk.scales);
-    const __m512i sc16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm8));
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm8, sm8));  // each min for its two bsums
+    const __m512i sm = k4_scales_mins_lanes(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales))));
+    accumulate<MR>(blk, sm, b, xr, acc);
+  }
+  // One weight super-block into each x row's sums, given its scales and
+  // mins as bytes (k4_scales_mins_lanes) in every 128-bit lane of sm.
+  template <int MR>
+  void accumulate(const Block& blk, __m512i sm, int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
+    const __m256i mins = _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256(reinterpret_cast<const __m256i*>(kK4MinsCtl.data())));
     __m512i isum[MR];
     for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h) {
       const K4Codes q = k4_codes(blk, h, low4);
-      const __m512i sc_lo = _mm512_shuffle_epi8(sc16, load_ctl(kK4ScaleCtl[2 * h]));
-      const __m512i sc_hi = _mm512_shuffle_epi8(sc16, load_ctl(kK4ScaleCtl[2 * h + 1]));
+      const __m512i sc_lo = _mm512_shuffle_epi8(sm, load_ctl(kK4ScaleCtl[2 * h]));
+      const __m512i sc_hi = _mm512_shuffle_epi8(sm, load_ctl(kK4ScaleCtl[2 * h + 1]));
       for (int i = 0; i < MR; ++i) {
         const int8_t* xq = xr[i][b].qs + 128 * h;
         isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q.lo, load512(xq)), sc_lo);
@@ -342,18 +332,15 @@ struct Iq4Xs : Q8KRows {
 
 // q4_K / q5_K for one x row, four weight rows a step (FourRows<K4> with the
 // rows' scale unpacking done once for the four, one row per 128-bit lane):
-// each row's sums take K4's operations in K4's order, so the bits are K4's.
+// each row then takes K4's accumulate, so the bits are K4's.
 template <typename B>
-struct K4Rows4 : Q8KRows {
+struct K4Rows4 : K4<B> {
   using Block = B;
+  using XRow = typename K4<B>::XRow;
   static constexpr int kRows = 4, kMaxMR = 1;
   struct Acc {
     typename K4<B>::Acc a[4];
   };
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  // [m0, m0, m1, m1, ..., m7, m7] as i16 from the row's bytes 8-15.
-  const __m256i mins_ctl = _mm256_setr_epi8(8, -128, 8, -128, 9, -128, 9, -128, 10, -128, 10, -128, 11, -128, 11, -128,
-                                            12, -128, 12, -128, 13, -128, 13, -128, 14, -128, 14, -128, 15, -128, 15, -128);
   template <int MR>
   void step(const BlockRow<Block> (&w)[4], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     static_assert(MR == 1);
@@ -362,29 +349,15 @@ struct K4Rows4 : Q8KRows {
     packed = _mm512_inserti32x4(packed, scales128(1), 1);
     packed = _mm512_inserti32x4(packed, scales128(2), 2);
     packed = _mm512_inserti32x4(packed, scales128(3), 3);
-    const __m512i sm8 = k4_scales_mins_x4(packed);
-    const BlockQ8_K& x = xr[0][b];
+    const __m512i sm4 = k4_scales_mins_lanes(packed);
     for (int r = 0; r < 4; ++r) {
-      const Block& blk = w[r][b];
-      const __m512i row = _mm512_shuffle_i32x4(sm8, sm8, r * 0x55);  // row r's bytes in every lane
-      const __m256i mins = _mm256_shuffle_epi8(_mm512_castsi512_si256(row), mins_ctl);
-      __m512i isum = _mm512_setzero_si512();
-      for (int h = 0; h < 2; ++h) {
-        const K4Codes q = k4_codes(blk, h, low4);
-        const __m512i sc_lo = _mm512_shuffle_epi8(row, load_ctl(kK4ScaleBytesCtl[2 * h]));
-        const __m512i sc_hi = _mm512_shuffle_epi8(row, load_ctl(kK4ScaleBytesCtl[2 * h + 1]));
-        isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q.lo, load512(x.qs + 128 * h)), sc_lo);
-        isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q.hi, load512(x.qs + 128 * h + 64)), sc_hi);
-      }
-      const float d = _cvtsh_ss(blk.d), dmin = _cvtsh_ss(blk.dmin);
-      const __m256i msum = _mm256_madd_epi16(load256(x.bsums), mins);
-      auto& a = acc[0].a[r];
-      a.sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * x.d), a.sum);
-      a.min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * x.d), a.min);
+      typename K4<B>::Acc one[1] = {acc[0].a[r]};
+      K4<B>::template accumulate<1>(w[r][b], _mm512_shuffle_i32x4(sm4, sm4, r * 0x55), b, xr, one);  // row r's lane everywhere
+      acc[0].a[r] = one[0];
     }
   }
   void store(const Acc& a, int nr, float* y) const {
-    for (int r = 0; r < nr; ++r) y[r] = _mm512_reduce_add_ps(_mm512_sub_ps(a.a[r].sum, _mm512_zextps256_ps512(a.a[r].min)));
+    for (int r = 0; r < nr; ++r) K4<B>::store(a.a[r], 1, y + r);
   }
 };
 
