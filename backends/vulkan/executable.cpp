@@ -32,27 +32,13 @@ class ExecutableEncodeContext final : public EncodeContext {
     return TensorBinding{exe_.buffers_[t.buffer], t.offset, t.desc.bytes(), written};
   }
 
-  Expected<TensorBinding> scratch(uint64_t bytes) override {
-    // Dispatches that use scratch run one after another (the barrier tracking
-    // orders them), so one buffer, as large as the largest request, serves all.
-    if (!scratch_ || scratch_->size() < bytes) {
-      TS_ASSIGN_OR_RETURN(auto b, VulkanBuffer::create(exe_.ctx_, bytes, MemoryUse::activations, MemoryKind::device_local));
-      scratch_ = b.get();
-      exe_.owned_.push_back(std::move(b));
-    }
-    return TensorBinding{scratch_, 0, bytes, false};
-  }
+  // Dispatches that use scratch run one after another (the barrier tracking
+  // orders them), so one buffer, as large as the largest request, serves all.
+  Expected<TensorBinding> scratch(uint64_t bytes) override { return grown(scratch_, bytes); }
 
-  Expected<TensorBinding> intermediate(uint64_t bytes) override {
-    // One buffer serves all, as scratch does; a separate one, so that what
-    // the fused op keeps there outlives the scratch its parts use.
-    if (!intermediate_ || intermediate_->size() < bytes) {
-      TS_ASSIGN_OR_RETURN(auto b, VulkanBuffer::create(exe_.ctx_, bytes, MemoryUse::activations, MemoryKind::device_local));
-      intermediate_ = b.get();
-      exe_.owned_.push_back(std::move(b));
-    }
-    return TensorBinding{intermediate_, 0, bytes, false};
-  }
+  // One buffer serves all, as scratch does; a separate one, so that what
+  // the fused op keeps there outlives the scratch its parts use.
+  Expected<TensorBinding> intermediate(uint64_t bytes) override { return grown(intermediate_, bytes); }
 
   Expected<RopeTable> rope_table(const RopeParams& p, uint32_t positions, const PlanTensor* factors) override {
     const uint32_t half = (uint32_t)p.rot_dims / 2;
@@ -91,6 +77,17 @@ class ExecutableEncodeContext final : public EncodeContext {
   }
 
  private:
+  // `slot`, replaced by a buffer of `bytes` when it is smaller (the old one
+  // stays owned by the executable until it goes), bound from its start.
+  Expected<TensorBinding> grown(VulkanBuffer*& slot, uint64_t bytes) {
+    if (!slot || slot->size() < bytes) {
+      TS_ASSIGN_OR_RETURN(auto b, VulkanBuffer::create(exe_.ctx_, bytes, MemoryUse::activations, MemoryKind::device_local));
+      slot = b.get();
+      exe_.owned_.push_back(std::move(b));
+    }
+    return TensorBinding{slot, 0, bytes, false};
+  }
+
   VulkanExecutable& exe_;
   Transfer& transfer_;
   VulkanBuffer* scratch_ = nullptr;
