@@ -30,13 +30,11 @@ inline int64_t q8_K_row_bytes(int64_t k) {
   return ((k / kQK_K) * (int64_t)sizeof(BlockQ8_K) + 63) / 64 * 64;
 }
 
-// Quantizes one x row of k floats (k a multiple of 256), in element order.
-// Plain C++ for the portable and avx2 families (the avx512_vnni family has
-// its own, bit for bit the same before its reordering).
-void quantize_row_q8_K(const float* x, int64_t k, std::byte* row);
-// The same as a QuantizeRowFn (isa_kernels.h), for the families whose tiles
-// read every type's x rows in element order.
-void quantize_row_q8_K_natural(DType w_dtype, const float* x, int64_t k, std::byte* row);
+// Quantizes one x row of k floats (k a multiple of 256), in element order
+// whatever the weight type: the portable and avx2 families' quantize_row_K
+// (a QuantizeRowFn, isa_kernels.h). Plain C++; the avx512_vnni family has
+// its own, bit for bit the same before its reordering.
+void quantize_row_q8_K(DType w_dtype, const float* x, int64_t k, std::byte* row);
 
 namespace {
 // q4_K/q5_K's 12 packed bytes as 8 six-bit scales (bytes 0-7 of u, little

@@ -6,7 +6,7 @@
 
 namespace tessera::kernels::cpu::detail {
 
-void quantize_row_q8_K(const float* x, int64_t k, std::byte* row) {
+void quantize_row_q8_K(DType, const float* x, int64_t k, std::byte* row) {
   auto* out = reinterpret_cast<BlockQ8_K*>(row);
   for (int64_t b = 0; b < k / kQK_K; ++b, x += kQK_K) {
     float amax = 0.0f;
@@ -30,7 +30,5 @@ void quantize_row_q8_K(const float* x, int64_t k, std::byte* row) {
     std::memcpy(out + b, &blk, sizeof blk);
   }
 }
-
-void quantize_row_q8_K_natural(DType, const float* x, int64_t k, std::byte* row) { quantize_row_q8_K(x, k, row); }
 
 }  // namespace tessera::kernels::cpu::detail
