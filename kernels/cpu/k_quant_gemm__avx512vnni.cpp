@@ -350,9 +350,14 @@ struct K4Rows4 : K4<B> {
     packed = _mm512_inserti32x4(packed, scales128(2), 2);
     packed = _mm512_inserti32x4(packed, scales128(3), 3);
     const __m512i sm4 = k4_scales_mins_lanes(packed);
+    // Row r's lane everywhere. Spelled out: the shuffle's immediate must be a
+    // literal, which r * 0x55 is only once the loop is unrolled (not at -O0
+    // or under the sanitizers).
+    const __m512i lane[4] = {_mm512_shuffle_i32x4(sm4, sm4, 0x00), _mm512_shuffle_i32x4(sm4, sm4, 0x55),
+                             _mm512_shuffle_i32x4(sm4, sm4, 0xaa), _mm512_shuffle_i32x4(sm4, sm4, 0xff)};
     for (int r = 0; r < 4; ++r) {
       typename K4<B>::Acc one[1] = {acc[0].a[r]};
-      K4<B>::template accumulate<1>(w[r][b], _mm512_shuffle_i32x4(sm4, sm4, r * 0x55), b, xr, one);  // row r's lane everywhere
+      K4<B>::template accumulate<1>(w[r][b], lane[r], b, xr, one);
       acc[0].a[r] = one[0];
     }
   }
