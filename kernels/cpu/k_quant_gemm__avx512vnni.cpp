@@ -73,16 +73,19 @@ inline K4Codes k4_codes(const BlockQ5_K& blk, int h, __m512i low4) {
           _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, bits(4 * h + 1, 4 * h + 3)), hi, sixteen)};
 }
 
+// A q4_K/q5_K block's first 16 bytes: d, dmin (f16) and the 12 packed
+// scale bytes.
+inline __m128i k4_head(const void* blk) { return _mm_loadu_si128(static_cast<const __m128i*>(blk)); }
+
 // q4_K/q5_K's 12 packed bytes as 8 six-bit scales (bytes 0-7) and 8 mins
-// (8-15), k4_scales_mins in vector registers, for a row in each 128-bit
-// lane of q: j < 4 is the low 6 bits of bytes j and j + 4; j >= 4 is a
-// nibble of byte j + 4 with the top 2 bits of byte j - 4 (scales) or j
-// (mins) above it. (Each lane's 16-byte load reads 4 bytes of qs past the
-// scales; they are masked off.)
+// (8-15), k4_scales_mins in vector registers, for a row's k4_head in each
+// 128-bit lane of q (the packed bytes at 4-15): j < 4 is the low 6 bits of
+// bytes j and j + 4; j >= 4 is a nibble of byte j + 4 with the top 2 bits
+// of byte j - 4 (scales) or j (mins) above it.
 inline __m512i k4_scales_mins_lanes(__m512i q) {
   auto each = [](__m128i v) { return _mm512_broadcast_i32x4(v); };
-  const __m512i a = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
-  const __m512i top = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
+  const __m512i a = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)));
+  const __m512i top = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11)));
   const __m512i low = _mm512_and_si512(a, each(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
   const __m512i high_nibbles =
       _mm512_and_si512(_mm512_srli_epi16(a, 4), each(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
@@ -136,7 +139,7 @@ struct K4 : Q8KRows {
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     const Block& blk = w[0][b];
-    const __m512i sm = k4_scales_mins_lanes(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales))));
+    const __m512i sm = k4_scales_mins_lanes(_mm512_broadcast_i32x4(k4_head(&blk)));
     accumulate<MR>(blk, sm, b, xr, acc);
   }
   // One weight super-block into each x row's sums, given its scales and
@@ -145,6 +148,18 @@ struct K4 : Q8KRows {
   void accumulate(const Block& blk, __m512i sm, int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     const __m256i mins = _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256(reinterpret_cast<const __m256i*>(kK4MinsCtl.data())));
     __m512i isum[MR];
+    scaled_sums<MR>(blk, sm, b, xr, isum);
+    const float d = _cvtsh_ss(blk.d), dmin = _cvtsh_ss(blk.dmin);
+    for (int i = 0; i < MR; ++i) {
+      const __m256i msum = _mm256_madd_epi16(load256(xr[i][b].bsums), mins);
+      acc[i].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_set1_ps(d * xr[i][b].d), acc[i].sum);
+      acc[i].min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xr[i][b].d), acc[i].min);
+    }
+  }
+  // Each x row's integer sum against one weight super-block, its sub-block
+  // scales applied (the mins are not).
+  template <int MR>
+  void scaled_sums(const Block& blk, __m512i sm, int64_t b, const XRow (&xr)[MR], __m512i (&isum)[MR]) const {
     for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h) {
       const K4Codes q = k4_codes(blk, h, low4);
@@ -155,12 +170,6 @@ struct K4 : Q8KRows {
         isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q.lo, load512(xq)), sc_lo);
         isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q.hi, load512(xq + 64)), sc_hi);
       }
-    }
-    const float d = _cvtsh_ss(blk.d), dmin = _cvtsh_ss(blk.dmin);
-    for (int i = 0; i < MR; ++i) {
-      const __m256i msum = _mm256_madd_epi16(load256(xr[i][b].bsums), mins);
-      acc[i].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_set1_ps(d * xr[i][b].d), acc[i].sum);
-      acc[i].min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xr[i][b].d), acc[i].min);
     }
   }
   void store(const Acc& a, int, float* y) const {
@@ -330,39 +339,61 @@ struct Iq4Xs : Q8KRows {
   void store(const Acc& a, int, float* y) const { *y = _mm512_reduce_add_ps(a); }
 };
 
-// q4_K / q5_K for one x row, four weight rows a step (FourRows<K4> with the
-// rows' scale unpacking done once for the four, one row per 128-bit lane):
-// each row then takes K4's accumulate, so the bits are K4's.
+// q4_K / q5_K for one x row, four weight rows a step: K4's integer sums
+// per row, with what K4 does per row in scalars done once for the four in
+// vectors: the scales unpacked (one row per 128-bit lane), d and dmin
+// converted and multiplied by x's d (one f16x8 conversion), and the mins
+// summed two rows to a register. Each lane takes the same operations as in
+// K4, so the bits are K4's.
 template <typename B>
 struct K4Rows4 : K4<B> {
   using Block = B;
   using XRow = typename K4<B>::XRow;
   static constexpr int kRows = 4, kMaxMR = 1;
   struct Acc {
-    typename K4<B>::Acc a[4];
+    __m512 sum[4];
+    __m512 min[2];  // rows 2p (low 8 lanes) and 2p + 1 (high 8)
   };
   template <int MR>
   void step(const BlockRow<Block> (&w)[4], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     static_assert(MR == 1);
-    auto scales128 = [&](int r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r][b].scales)); };
-    __m512i packed = _mm512_castsi128_si512(scales128(0));
-    packed = _mm512_inserti32x4(packed, scales128(1), 1);
-    packed = _mm512_inserti32x4(packed, scales128(2), 2);
-    packed = _mm512_inserti32x4(packed, scales128(3), 3);
-    const __m512i sm4 = k4_scales_mins_lanes(packed);
+    __m512i heads = _mm512_castsi128_si512(k4_head(&w[0][b]));
+    heads = _mm512_inserti32x4(heads, k4_head(&w[1][b]), 1);
+    heads = _mm512_inserti32x4(heads, k4_head(&w[2][b]), 2);
+    heads = _mm512_inserti32x4(heads, k4_head(&w[3][b]), 3);
+    const __m512i sm4 = k4_scales_mins_lanes(heads);
+    // [d0 dmin0 d1 dmin1 d2 dmin2 d3 dmin3] * x's d, as K4's scalar products.
+    const __m512i first_dwords = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(first_dwords, heads))),
+                                    _mm256_set1_ps(xr[0][b].d));
+    const __m512 dd512 = _mm512_castps256_ps512(dd);
     // Row r's lane everywhere. Spelled out: the shuffle's immediate must be a
     // literal, which r * 0x55 is only once the loop is unrolled (not at -O0
     // or under the sanitizers).
     const __m512i lane[4] = {_mm512_shuffle_i32x4(sm4, sm4, 0x00), _mm512_shuffle_i32x4(sm4, sm4, 0x55),
                              _mm512_shuffle_i32x4(sm4, sm4, 0xaa), _mm512_shuffle_i32x4(sm4, sm4, 0xff)};
     for (int r = 0; r < 4; ++r) {
-      typename K4<B>::Acc one[1] = {acc[0].a[r]};
-      K4<B>::template accumulate<1>(w[r][b], lane[r], b, xr, one);
-      acc[0].a[r] = one[0];
+      __m512i isum[1];
+      K4<B>::template scaled_sums<1>(w[r][b], lane[r], b, xr, isum);
+      acc[0].sum[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[0]), _mm512_permutexvar_ps(_mm512_set1_epi32(2 * r), dd512),
+                                      acc[0].sum[r]);
+    }
+    // Rows 2p and 2p + 1's mins as i16, one row per 256-bit half, against the bsums in both halves.
+    const __m512i mins_ctl = _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(kK4MinsCtl.data())));
+    const __m512i bsums = _mm512_broadcast_i64x4(load256(xr[0][b].bsums));
+    const __m512i pair_lanes[2] = {_mm512_shuffle_i32x4(sm4, sm4, 0x50), _mm512_shuffle_i32x4(sm4, sm4, 0xfa)};
+    for (int p = 0; p < 2; ++p) {
+      const __m512i msum = _mm512_madd_epi16(bsums, _mm512_shuffle_epi8(pair_lanes[p], mins_ctl));
+      const __m512i dmin_idx = _mm512_inserti64x4(_mm512_set1_epi32(4 * p + 1), _mm256_set1_epi32(4 * p + 3), 1);
+      acc[0].min[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_permutexvar_ps(dmin_idx, dd512), acc[0].min[p]);
     }
   }
   void store(const Acc& a, int nr, float* y) const {
-    for (int r = 0; r < nr; ++r) K4<B>::store(a.a[r], 1, y + r);
+    for (int r = 0; r < nr; ++r) {
+      const __m512 min2 = a.min[r / 2];
+      const typename K4<B>::Acc one{a.sum[r], r % 2 ? _mm512_extractf32x8_ps(min2, 1) : _mm512_castps512_ps256(min2)};
+      K4<B>::store(one, 1, y + r);
+    }
   }
 };
 
