@@ -148,7 +148,7 @@ struct K4 : Q8KRows {
   void accumulate(const Block& blk, __m512i sm, int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     const __m256i mins = _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256(reinterpret_cast<const __m256i*>(kK4MinsCtl.data())));
     __m512i isum[MR];
-    scaled_sums<MR>(blk, sm, b, xr, isum);
+    scaled_sums<MR>(blk, sm, [&](int i, int c) { return load512(xr[i][b].qs + 64 * c); }, isum);
     const float d = _cvtsh_ss(blk.d), dmin = _cvtsh_ss(blk.dmin);
     for (int i = 0; i < MR; ++i) {
       const __m256i msum = _mm256_madd_epi16(load256(xr[i][b].bsums), mins);
@@ -157,18 +157,18 @@ struct K4 : Q8KRows {
     }
   }
   // Each x row's integer sum against one weight super-block, its sub-block
-  // scales applied (the mins are not).
-  template <int MR>
-  void scaled_sums(const Block& blk, __m512i sm, int64_t b, const XRow (&xr)[MR], __m512i (&isum)[MR]) const {
+  // scales applied (the mins are not); x_chunk(i, c) is x row i's q8_K
+  // codes 64c..64c+63 of this super-block.
+  template <int MR, typename XChunk>
+  void scaled_sums(const Block& blk, __m512i sm, XChunk x_chunk, __m512i (&isum)[MR]) const {
     for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h) {
       const K4Codes q = k4_codes(blk, h, low4);
       const __m512i sc_lo = _mm512_shuffle_epi8(sm, load_ctl(kK4ScaleCtl[2 * h]));
       const __m512i sc_hi = _mm512_shuffle_epi8(sm, load_ctl(kK4ScaleCtl[2 * h + 1]));
       for (int i = 0; i < MR; ++i) {
-        const int8_t* xq = xr[i][b].qs + 128 * h;
-        isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q.lo, load512(xq)), sc_lo);
-        isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q.hi, load512(xq + 64)), sc_hi);
+        isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q.lo, x_chunk(i, 2 * h)), sc_lo);
+        isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q.hi, x_chunk(i, 2 * h + 1)), sc_hi);
       }
     }
   }
@@ -372,9 +372,13 @@ struct K4Rows4 : K4<B> {
     // or under the sanitizers).
     const __m512i lane[4] = {_mm512_shuffle_i32x4(sm4, sm4, 0x00), _mm512_shuffle_i32x4(sm4, sm4, 0x55),
                              _mm512_shuffle_i32x4(sm4, sm4, 0xaa), _mm512_shuffle_i32x4(sm4, sm4, 0xff)};
+    // x's codes loaded once for the four rows (as memory operands they were
+    // loaded per row, and a q8_K block's codes straddle cache lines).
+    const __m512i xv[4] = {load512(xr[0][b].qs), load512(xr[0][b].qs + 64), load512(xr[0][b].qs + 128),
+                           load512(xr[0][b].qs + 192)};
     for (int r = 0; r < 4; ++r) {
       __m512i isum[1];
-      K4<B>::template scaled_sums<1>(w[r][b], lane[r], b, xr, isum);
+      K4<B>::template scaled_sums<1>(w[r][b], lane[r], [&](int, int c) { return xv[c]; }, isum);
       acc[0].sum[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[0]), _mm512_permutexvar_ps(_mm512_set1_epi32(2 * r), dd512),
                                       acc[0].sum[r]);
     }
