@@ -12,6 +12,7 @@
 #include <array>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/q8_K_activations.h"
@@ -189,6 +190,11 @@ struct Q6K : Q8KRows {
   const __m512i shr_b = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
+    step_from<MR>(w, b, xr, acc, [&](int i, int c) { return load512(xr[i][b].qs + 64 * c); });
+  }
+  // step with x row i's q8_K codes 64c..64c+63 of this super-block from x_chunk(i, c).
+  template <int MR, typename XChunk>
+  void step_from(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR], XChunk x_chunk) const {
     const BlockQ6_K& blk = w[0][b];
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
     __m512i isum[MR];
@@ -208,9 +214,8 @@ struct Q6K : Q8KRows {
       const __m512i sca = _mm512_shuffle_epi8(sc_h, load_ctl(kQ6KScaleCtl[0]));
       const __m512i scb = _mm512_shuffle_epi8(sc_h, load_ctl(kQ6KScaleCtl[1]));
       for (int i = 0; i < MR; ++i) {
-        const int8_t* xq = xr[i][b].qs + 128 * h;
-        isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(qa, load512(xq)), sca);
-        isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(qb, load512(xq + 64)), scb);
+        isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(qa, x_chunk(i, 2 * h)), sca);
+        isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(qb, x_chunk(i, 2 * h + 1)), scb);
       }
     }
     const float d = _cvtsh_ss(blk.d);
@@ -416,10 +421,20 @@ struct FourRows : K {
   };
   template <int MR>
   void step(const BlockRow<Block> (&w)[4], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
+    // Where K can take x's codes from registers (step_from), they are loaded
+    // once for the four rows, not per row.
+    constexpr bool kFromRegisters = requires(const K& k, typename K::Acc (&a1)[1]) {
+      k.template step_from<1>(std::declval<const BlockRow<Block> (&)[1]>(), int64_t{}, xr, a1,
+                              [](int, int) { return __m512i{}; });
+    };
+    [[maybe_unused]] __m512i xv[4];
+    if constexpr (kFromRegisters)
+      for (int c = 0; c < 4; ++c) xv[c] = load512(xr[0][b].qs + 64 * c);
     for (int r = 0; r < 4; ++r) {
       const BlockRow<Block> one[1] = {w[r]};
       typename K::Acc a1[1] = {acc[0].a[r]};
-      K::template step<1>(one, b, xr, a1);
+      if constexpr (kFromRegisters) K::template step_from<1>(one, b, xr, a1, [&](int, int c) { return xv[c]; });
+      else K::template step<1>(one, b, xr, a1);
       acc[0].a[r] = a1[0];
     }
   }
