@@ -242,6 +242,11 @@ struct TwoBit : Q8KRows {
                             _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
+    step_from<MR>(w, b, xr, acc, [&](int i, int c) { return load512(xr[i][b].qs + 64 * c); });
+  }
+  // step with x row i's q8_K codes 64c..64c+63 of this super-block from x_chunk(i, c).
+  template <int MR, typename XChunk>
+  void step_from(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR], XChunk x_chunk) const {
     const Block& blk = w[0][b];
     __m256i sc16, mins16 = _mm256_setzero_si256();
     if constexpr (kQ3) {
@@ -276,7 +281,7 @@ struct TwoBit : Q8KRows {
         const int c = 2 * h + p;
         const __m512i sc = _mm512_permutexvar_epi16(sc_idx[c], sc16z);
         for (int i = 0; i < MR; ++i)
-          isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q, load512(xr[i][b].qs + 64 * c)), sc);
+          isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(q, x_chunk(i, c)), sc);
       }
     }
     const float d = _cvtsh_ss(blk.d);
@@ -312,6 +317,11 @@ struct Iq4Xs : Q8KRows {
   }
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
+    step_from<MR>(w, b, xr, acc, [&](int i, int c) { return load512(xr[i][b].qs + 64 * c); });
+  }
+  // step with x row i's q8_K codes 64c..64c+63 of this super-block from x_chunk(i, c).
+  template <int MR, typename XChunk>
+  void step_from(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR], XChunk x_chunk) const {
     const BlockIq4_XS& blk = w[0][b];
     // Scale s: the nibble s of scales_l (little endian) and bits 2s..2s+1 of scales_h, less 32.
     uint32_t sl;
@@ -333,7 +343,7 @@ struct Iq4Xs : Q8KRows {
       const __mmask64 neg = _mm512_cmplt_epu8_mask(nib, eight);
       const __m512i sc = _mm512_permutexvar_epi16(sc_idx[c], sc16z);
       for (int i = 0; i < MR; ++i) {
-        const __m512i q = load512(xr[i][b].qs + 64 * c);
+        const __m512i q = x_chunk(i, c);
         const __m512i signed_q = _mm512_mask_sub_epi8(q, neg, _mm512_setzero_si512(), q);
         isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(mag, signed_q), sc);
       }
