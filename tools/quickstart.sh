@@ -75,13 +75,35 @@ fi
 # run_tests PRESET TIMEOUT: the summary, and on failure the failed tests'
 # output (run once more, so a test that passes the second time shows itself
 # as flaky; the first failure still fails the command).
+# The first run's output of each failed test (its command and last 80
+# lines) from CTest's log in build dir $1, printed before the rerun
+# overwrites that log: a test that fails only under load and passes again
+# would otherwise leave nothing to diagnose.
+print_failed_output() {
+  local log=$1/Testing/Temporary/LastTest.log
+  [ -f "$log" ] || return 0
+  echo "quickstart: the failed tests' output from that run:"
+  awk 'function flush(  i, from) {
+         if (!failed) return
+         for (i = 1; i <= 3 && i <= n; ++i) print lines[i]
+         from = n - 80 > 3 ? n - 80 : 4
+         if (from > 4) print "[...]"
+         for (i = from; i <= n; ++i) print lines[i]
+       }
+       /^[0-9]+\/[0-9]+ Testing: / { flush(); n = 0; failed = 0 }
+       { lines[++n] = $0 }
+       /^Test Failed\./ { failed = 1 }
+       END { flush() }' "$log" | tail -n 400
+}
+
 run_tests() {
-  local preset=$1 timeout=$2
+  local preset=$1 timeout=$2 dir=$3
   # `|| status=...`: under `set -e -o pipefail` a failing ctest would end the
   # script here, before the failed tests' output below is printed.
   local status=0
   ctest --preset "$preset" -j "$(nproc)" --timeout "$timeout" | tail -n 25 || status=${PIPESTATUS[0]}
   if [ "$status" -ne 0 ]; then
+    print_failed_output "$dir"
     echo "quickstart: the failed tests once more, with their output:"
     ctest --preset "$preset" --rerun-failed --output-on-failure --timeout "$timeout" | tail -n 200 || true
     exit "$status"
@@ -89,13 +111,13 @@ run_tests() {
 }
 
 install_oracles
-run_tests default 900
+run_tests default 900 build
 if [ "${TESSERA_SKIP_ASAN:-0}" != 1 ]; then
   build asan build-asan
-  run_tests asan 1800
+  run_tests asan 1800 build-asan
 fi
 # The engine's tests under ThreadSanitizer (its own small build: the engine and what it links).
 if [ "${TESSERA_SKIP_TSAN:-0}" != 1 ]; then
   build tsan build-tsan
-  run_tests tsan 1800
+  run_tests tsan 1800 build-tsan
 fi
