@@ -72,9 +72,6 @@ if [ "$mode" = bench ]; then
   exec build/bin/tessera bench "$@"
 fi
 
-# run_tests PRESET TIMEOUT: the summary, and on failure the failed tests'
-# output (run once more, so a test that passes the second time shows itself
-# as flaky; the first failure still fails the command).
 # The first run's output of each failed test (its command and last 80
 # lines) from CTest's log in build dir $1, printed before the rerun
 # overwrites that log: a test that fails only under load and passes again
@@ -96,6 +93,10 @@ print_failed_output() {
        END { flush() }' "$log" | tail -n 400
 }
 
+# run_tests PRESET TIMEOUT DIR: the summary, and on failure the failed
+# tests' output from that run (DIR: the preset's build dir) and again from a
+# rerun (so a test that passes the second time shows itself as flaky; the
+# first failure still fails the command).
 run_tests() {
   local preset=$1 timeout=$2 dir=$3
   # `|| status=...`: under `set -e -o pipefail` a failing ctest would end the

@@ -12,7 +12,6 @@
 #include <array>
 #include <cstring>
 #include <type_traits>
-#include <utility>
 
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/q8_K_activations.h"
@@ -40,6 +39,21 @@ struct Q8KRows {
   static constexpr bool kPrefetch = true;
   using XRow = const BlockQ8_K*;
   XRow x_row(const std::byte* row, int64_t) const { return reinterpret_cast<const BlockQ8_K*>(row); }
+};
+
+// Where a step takes x's codes from: x_chunk(i, c) is x row i's q8_K codes
+// 64c..64c+63 of the step's super-block. From memory (each use a load, as a
+// memory operand), or from registers holding one x row's four chunks,
+// loaded once for the weight rows a decode step takes.
+template <int MR>
+auto x_in_memory(const Q8KRows::XRow (&xr)[MR], int64_t b) {
+  return [&xr, b](int i, int c) { return load512(xr[i][b].qs + 64 * c); };
+}
+struct XInRegisters {
+  __m512i chunk[4];
+  explicit XInRegisters(const BlockQ8_K& x)
+      : chunk{load512(x.qs), load512(x.qs + 64), load512(x.qs + 128), load512(x.qs + 192)} {}
+  __m512i operator()(int, int c) const { return chunk[c]; }
 };
 
 // q4_K/q5_K x rows in this family (quantize_row_K__avx512vnni) hold each
@@ -141,15 +155,9 @@ struct K4 : Q8KRows {
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     const Block& blk = w[0][b];
     const __m512i sm = k4_scales_mins_lanes(_mm512_broadcast_i32x4(k4_head(&blk)));
-    accumulate<MR>(blk, sm, b, xr, acc);
-  }
-  // One weight super-block into each x row's sums, given its scales and
-  // mins as bytes (k4_scales_mins_lanes) in every 128-bit lane of sm.
-  template <int MR>
-  void accumulate(const Block& blk, __m512i sm, int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     const __m256i mins = _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256(reinterpret_cast<const __m256i*>(kK4MinsCtl.data())));
     __m512i isum[MR];
-    scaled_sums<MR>(blk, sm, [&](int i, int c) { return load512(xr[i][b].qs + 64 * c); }, isum);
+    scaled_sums<MR>(blk, sm, x_in_memory(xr, b), isum);
     const float d = _cvtsh_ss(blk.d), dmin = _cvtsh_ss(blk.dmin);
     for (int i = 0; i < MR; ++i) {
       const __m256i msum = _mm256_madd_epi16(load256(xr[i][b].bsums), mins);
@@ -158,8 +166,8 @@ struct K4 : Q8KRows {
     }
   }
   // Each x row's integer sum against one weight super-block, its sub-block
-  // scales applied (the mins are not); x_chunk(i, c) is x row i's q8_K
-  // codes 64c..64c+63 of this super-block.
+  // scales (sm: k4_scales_mins_lanes in every 128-bit lane) applied, the
+  // mins not; x's codes from x_chunk (x_in_memory, XInRegisters).
   template <int MR, typename XChunk>
   void scaled_sums(const Block& blk, __m512i sm, XChunk x_chunk, __m512i (&isum)[MR]) const {
     for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
@@ -190,9 +198,9 @@ struct Q6K : Q8KRows {
   const __m512i shr_b = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
-    step_from<MR>(w, b, xr, acc, [&](int i, int c) { return load512(xr[i][b].qs + 64 * c); });
+    step_from<MR>(w, b, xr, acc, x_in_memory(xr, b));
   }
-  // step with x row i's q8_K codes 64c..64c+63 of this super-block from x_chunk(i, c).
+  // step with x's codes from x_chunk (x_in_memory, XInRegisters).
   template <int MR, typename XChunk>
   void step_from(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR], XChunk x_chunk) const {
     const BlockQ6_K& blk = w[0][b];
@@ -242,9 +250,9 @@ struct TwoBit : Q8KRows {
                             _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
-    step_from<MR>(w, b, xr, acc, [&](int i, int c) { return load512(xr[i][b].qs + 64 * c); });
+    step_from<MR>(w, b, xr, acc, x_in_memory(xr, b));
   }
-  // step with x row i's q8_K codes 64c..64c+63 of this super-block from x_chunk(i, c).
+  // step with x's codes from x_chunk (x_in_memory, XInRegisters).
   template <int MR, typename XChunk>
   void step_from(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR], XChunk x_chunk) const {
     const Block& blk = w[0][b];
@@ -317,9 +325,9 @@ struct Iq4Xs : Q8KRows {
   }
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
-    step_from<MR>(w, b, xr, acc, [&](int i, int c) { return load512(xr[i][b].qs + 64 * c); });
+    step_from<MR>(w, b, xr, acc, x_in_memory(xr, b));
   }
-  // step with x row i's q8_K codes 64c..64c+63 of this super-block from x_chunk(i, c).
+  // step with x's codes from x_chunk (x_in_memory, XInRegisters).
   template <int MR, typename XChunk>
   void step_from(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR], XChunk x_chunk) const {
     const BlockIq4_XS& blk = w[0][b];
@@ -389,11 +397,10 @@ struct K4Rows4 : K4<B> {
                              _mm512_shuffle_i32x4(sm4, sm4, 0xaa), _mm512_shuffle_i32x4(sm4, sm4, 0xff)};
     // x's codes loaded once for the four rows (as memory operands they were
     // loaded per row, and a q8_K block's codes straddle cache lines).
-    const __m512i xv[4] = {load512(xr[0][b].qs), load512(xr[0][b].qs + 64), load512(xr[0][b].qs + 128),
-                           load512(xr[0][b].qs + 192)};
+    const XInRegisters x(xr[0][b]);
     for (int r = 0; r < 4; ++r) {
       __m512i isum[1];
-      K4<B>::template scaled_sums<1>(w[r][b], lane[r], [&](int, int c) { return xv[c]; }, isum);
+      K4<B>::template scaled_sums<1>(w[r][b], lane[r], x, isum);
       acc[0].sum[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[0]), _mm512_permutexvar_ps(_mm512_set1_epi32(2 * r), dd512),
                                       acc[0].sum[r]);
     }
@@ -420,7 +427,8 @@ struct K4Rows4 : K4<B> {
 // blocks in flight instead of one, which kept two threads of a 4096 x 14336
 // q4_K GEMV closer to the read roof (0.63 -> 0.70 of it, medians of 40
 // paired runs). Each output takes the same steps as in K's own passes, so
-// its bits do not change with the x-row count.
+// its bits do not change with the x-row count. K has step_from, so x's
+// codes are loaded once for the four rows.
 template <typename K>
 struct FourRows : K {
   using Block = typename K::Block;
@@ -431,20 +439,11 @@ struct FourRows : K {
   };
   template <int MR>
   void step(const BlockRow<Block> (&w)[4], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
-    // Where K can take x's codes from registers (step_from), they are loaded
-    // once for the four rows, not per row.
-    constexpr bool kFromRegisters = requires(const K& k, typename K::Acc (&a1)[1]) {
-      k.template step_from<1>(std::declval<const BlockRow<Block> (&)[1]>(), int64_t{}, xr, a1,
-                              [](int, int) { return __m512i{}; });
-    };
-    [[maybe_unused]] __m512i xv[4];
-    if constexpr (kFromRegisters)
-      for (int c = 0; c < 4; ++c) xv[c] = load512(xr[0][b].qs + 64 * c);
+    const XInRegisters x(xr[0][b]);
     for (int r = 0; r < 4; ++r) {
       const BlockRow<Block> one[1] = {w[r]};
       typename K::Acc a1[1] = {acc[0].a[r]};
-      if constexpr (kFromRegisters) K::template step_from<1>(one, b, xr, a1, [&](int, int c) { return xv[c]; });
-      else K::template step<1>(one, b, xr, a1);
+      K::template step_from<1>(one, b, xr, a1, x);
       acc[0].a[r] = a1[0];
     }
   }
