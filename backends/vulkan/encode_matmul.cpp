@@ -27,7 +27,7 @@ struct MatmulTile {
 };
 
 Expected<MatmulTile> matmul_tile(const TileParams& t, DeviceContext& dev) {
-  const bool subgroups = dev.pipelines().module_name("matmul_gemv").ends_with("__subgroup");
+  const bool subgroups = dev.pipelines().module_name("matmul_gemv").find("__subgroup") != std::string::npos;
   MatmulTile m;
   m.gemv_invocations = t.workgroup_size > 0 ? (uint64_t)t.workgroup_size : 32;
   m.gemv_rows = t.rows_per_workgroup > 0 ? (uint64_t)t.rows_per_workgroup : subgroups ? 16 : 128;

@@ -47,13 +47,20 @@ PipelineCache::~PipelineCache() {
   if (set_layout_) vk.vkDestroyDescriptorSetLayout(ctx_.device(), set_layout_, nullptr);
 }
 
-std::string PipelineCache::module_name(const std::string& stem) const {
+std::string PipelineCache::module_name(const std::string& stem, const std::vector<uint32_t>& spec) const {
+  // A shader built per weight type (kernels/vulkan/matmul_*.comp) has a
+  // module per value of constant 0 instead of one generic module (without
+  // `spec`, the first type's stands for them all).
+  auto typed = [&](const std::string& base) {
+    if (find_shader(base).empty()) return base + "__wt" + std::to_string(spec.empty() ? 0 : spec[0]);
+    return base;
+  };
   // On CPU implementations one weight row per invocation beats the subgroup
   // gemv (lavapipe, 8192x2048 q8_0: 12 vs 17 ms of CPU time).
-  if (stem == "matmul_gemv" && ctx_.physical().info.kind == DeviceKind::cpu_emulated) return stem + "__portable";
-  const std::string preferred = stem + "__" + shader_variant(ctx_.physical());
+  if (stem == "matmul_gemv" && ctx_.physical().info.kind == DeviceKind::cpu_emulated) return typed(stem + "__portable");
+  const std::string preferred = typed(stem + "__" + shader_variant(ctx_.physical()));
   // Shaders without reductions have only the portable variant.
-  return find_shader(preferred).empty() ? stem + "__portable" : preferred;
+  return find_shader(preferred).empty() ? typed(stem + "__portable") : preferred;
 }
 
 Expected<VkPipeline> PipelineCache::get(const std::string& stem, const std::vector<uint32_t>& spec) {
@@ -61,7 +68,7 @@ Expected<VkPipeline> PipelineCache::get(const std::string& stem, const std::vect
   auto key = std::make_pair(stem, spec);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
 
-  const std::string module = module_name(stem);
+  const std::string module = module_name(stem, spec);
   const std::span<const uint32_t> words = find_shader(module);
   if (words.empty()) return internal_error("vulkan: shader " + module + " is not embedded in this build");
   const VulkanApi& vk = ctx_.vk();

@@ -32,8 +32,10 @@ class PipelineCache {
   // The pipeline of shader `stem` (kernels/vulkan/<stem>.comp) in the
   // device's variant, specialized with `spec` (constant_id 0, 1, ...).
   Expected<VkPipeline> get(const std::string& stem, const std::vector<uint32_t>& spec);
-  // The SPIR-V module name `get` uses for `stem` on this device.
-  std::string module_name(const std::string& stem) const;
+  // The SPIR-V module name `get` uses for `stem` specialized with `spec` on
+  // this device: "<stem>__<variant>", or "<stem>__<variant>__wt<spec[0]>"
+  // for a shader built per weight type.
+  std::string module_name(const std::string& stem, const std::vector<uint32_t>& spec = {}) const;
 
   // Pipelines created so far, and the milliseconds the driver took for them.
   int created() const;

@@ -1,4 +1,5 @@
 // variants: portable subgroup
+// per weight type
 // matmul for few rows (decode): y[m, n] = sum_k x[m, k] * w[n, k], m < M_MAX.
 // subgroup variant: each subgroup takes four weight rows of its workgroup at
 // a time; its invocations stride over k a quant block (32 elements) at a time
@@ -16,7 +17,13 @@
 // tiling pass, set by backends/vulkan/encode_matmul.cpp): WG invocations
 // compute ROWS_PER_GROUP weight rows, RB at a time per subgroup (subgroup
 // variant) or per invocation (portable), in as many passes as that takes.
-layout(constant_id = 0) const uint WTYPE = WT_F32;
+// One SPIR-V module per weight type (the "per weight type" line below;
+// backends/vulkan/CMakeLists.txt passes TS_WTYPE): a driver handed every
+// type's code behind a specialization constant inlines and unrolls all of
+// it before it folds the constant away (lavapipe: 1.2 s a pipeline, against
+// 40-70 ms for one type's module). constant_id 0 stays the weight type in
+// the host's specialization list, which picks the module.
+const uint WTYPE = TS_WTYPE;
 layout(constant_id = 1) const uint M_MAX = 4;  // 1 for decode buckets
 layout(constant_id = 2) const uint WG = 32;
 layout(constant_id = 3) const uint ROWS_PER_GROUP = 16;  // a multiple of RB

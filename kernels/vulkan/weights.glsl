@@ -1,6 +1,6 @@
 // Reading weight rows of any supported dtype out of 32-bit words, so that no
 // shader needs 8- or 16-bit storage. The includer declares
-//   layout(constant_id = 0) const uint WTYPE = WT_F32;
+//   const uint WTYPE  (a specialization constant, or fixed per module)
 //   readonly buffer ... { uint w_words[]; };   and, at the same binding,
 //   readonly buffer ... { uvec4 w_quads[]; };  (16-byte loads where aligned)
 // before including. GGUF blocks are byte-packed and only 2-byte aligned
