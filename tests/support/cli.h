@@ -52,7 +52,10 @@ inline CliResult run_tessera(const std::vector<std::string>& args) {
   static int counter = 0;
   const std::string base = temp_dir() + "/cli" + std::to_string(getpid()) + "_" + std::to_string(counter++);
   std::string cmd = shell_quote(TESSERA_BIN);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
+  for (const auto& a : args) {
+    cmd += ' ';  // (`" " + shell_quote(a)` draws a false -Wrestrict from GCC 12 where this is inlined)
+    cmd += shell_quote(a);
+  }
   cmd += " >" + base + ".out 2>" + base + ".err </dev/null";
   const int rc = std::system(cmd.c_str());
   CliResult r;

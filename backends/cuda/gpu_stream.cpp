@@ -1,0 +1,172 @@
+#include "backends/cuda/gpu_stream.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cuda/gpu_executable.h"
+#include "backends/cuda/gpu_status.h"
+
+namespace tessera::gpu {
+
+Expected<std::unique_ptr<GpuEvent>> GpuEvent::create(std::shared_ptr<GpuContext> ctx) {
+  std::unique_ptr<GpuEvent> e(new GpuEvent(ctx));
+  TS_TRY(ctx->make_current());
+  TS_GPU_TRY(gpuEventCreateWithFlags(&e->event_, gpuEventDisableTiming));
+  return e;
+}
+
+GpuEvent::~GpuEvent() {
+  if (!event_) return;
+  (void)ctx_->make_current();
+  (void)gpuEventDestroy(event_);
+}
+
+bool GpuEvent::query() {
+  if (!recorded_) return true;
+  (void)ctx_->make_current();
+  return gpuEventQuery(event_) != gpuErrorNotReady;
+}
+
+Status GpuEvent::synchronize() {
+  if (!recorded_) return Status::ok();
+  TS_TRY(ctx_->make_current());
+  TS_GPU_TRY(gpuEventSynchronize(event_));
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<GpuStream>> GpuStream::create(std::shared_ptr<GpuContext> ctx) {
+  std::unique_ptr<GpuStream> s(new GpuStream(ctx));
+  TS_TRY(ctx->make_current());
+  TS_GPU_TRY(gpuStreamCreateWithFlags(&s->stream_, gpuStreamNonBlocking));
+  for (StagingSlot& slot : s->ring_) {
+    TS_ASSIGN_OR_RETURN(slot.memory, GpuBuffer::create(ctx, kSlotBytes, MemoryUse::host_staging));
+    TS_GPU_TRY(gpuEventCreateWithFlags(&slot.copied, gpuEventDisableTiming));
+  }
+  return s;
+}
+
+GpuStream::~GpuStream() {
+  (void)ctx_->make_current();
+  if (stream_) (void)gpuStreamSynchronize(stream_);
+  for (StagingSlot& slot : ring_)
+    if (slot.copied) (void)gpuEventDestroy(slot.copied);
+  if (stream_) (void)gpuStreamDestroy(stream_);
+}
+
+GpuBuffer* GpuStream::ours(Buffer& b, const char* what, Status& why) {
+  GpuBuffer* g = gpu_buffer(b);
+  if (!g || g->context().ordinal() != ctx_->ordinal())
+    why = invalid_argument(std::string(TESSERA_GPU_BACKEND ": ") + what + " is not a buffer of " + TESSERA_GPU_BACKEND + ":" +
+                           std::to_string(ctx_->ordinal()));
+  return g;
+}
+
+Expected<GpuStream::StagingSlot*> GpuStream::next_slot() {
+  StagingSlot& slot = ring_[(size_t)next_];
+  next_ = (next_ + 1) % kSlots;
+  if (slot.pending) TS_GPU_TRY(gpuEventSynchronize(slot.copied));
+  slot.pending = false;
+  return &slot;
+}
+
+Status GpuStream::upload(Buffer& dst, uint64_t offset, std::span<const std::byte> src) {
+  Status why;
+  GpuBuffer* d = ours(dst, "upload destination", why);
+  if (!d) return why;
+  if (offset > d->size() || src.size() > d->size() - offset)
+    return out_of_range("upload of " + std::to_string(src.size()) + " bytes at offset " + std::to_string(offset) +
+                        " overruns a buffer of " + std::to_string(d->size()));
+  TS_TRY(ctx_->make_current());
+  for (uint64_t done = 0; done < src.size();) {
+    const uint64_t n = std::min<uint64_t>(kSlotBytes, src.size() - done);
+    TS_ASSIGN_OR_RETURN(StagingSlot * slot, next_slot());
+    std::memcpy(slot->memory->data(), src.data() + done, n);
+    TS_GPU_TRY(gpuMemcpyAsync(d->data() + offset + done, slot->memory->data(), n, gpuMemcpyDefault, stream_));
+    TS_GPU_TRY(gpuEventRecord(slot->copied, stream_));
+    slot->pending = true;
+    done += n;
+  }
+  return Status::ok();
+}
+
+Status GpuStream::download(std::span<std::byte> dst, Buffer& src, uint64_t offset) {
+  Status why;
+  GpuBuffer* s = ours(src, "download source", why);
+  if (!s) return why;
+  if (offset > s->size() || dst.size() > s->size() - offset)
+    return out_of_range("download of " + std::to_string(dst.size()) + " bytes at offset " + std::to_string(offset) +
+                        " overruns a buffer of " + std::to_string(s->size()));
+  if (dst.empty()) return Status::ok();
+  TS_TRY(ctx_->make_current());
+  // Into pageable memory the runtime stages the copy itself and returns once
+  // it is done, after the stream's earlier work: stream order holds, at the
+  // cost of the host waiting here (docs/backends.md).
+  TS_GPU_TRY(gpuMemcpyAsync(dst.data(), s->data() + offset, dst.size(), gpuMemcpyDefault, stream_));
+  return Status::ok();
+}
+
+Status GpuStream::copy(Buffer& src, uint64_t src_offset, Buffer& dst, uint64_t dst_offset, uint64_t bytes) {
+  Status why;
+  GpuBuffer* s = ours(src, "copy source", why);
+  if (!s) return why;
+  GpuBuffer* d = ours(dst, "copy destination", why);
+  if (!d) return why;
+  TS_TRY(check_copy_range(src, src_offset, dst, dst_offset, bytes));
+  if (bytes == 0) return Status::ok();
+  TS_TRY(ctx_->make_current());
+  TS_GPU_TRY(gpuMemcpyAsync(d->data() + dst_offset, s->data() + src_offset, bytes, gpuMemcpyDefault, stream_));
+  return Status::ok();
+}
+
+Status GpuStream::copy_blocks(std::span<const KvPoolCopy> pools, std::span<const BlockCopy> blocks) {
+  TS_TRY(check_block_copies(pools, blocks));
+  Status why;
+  for (const KvPoolCopy& p : pools) {
+    if (!ours(*p.src, "block copy source pool", why) || !ours(*p.dst, "block copy destination pool", why)) return why;
+  }
+  TS_TRY(ctx_->make_current());
+  for (const KvPoolCopy& p : pools) {
+    std::byte* from = gpu_buffer(*p.src)->data();
+    std::byte* to = gpu_buffer(*p.dst)->data();
+    for (const BlockCopy& b : blocks)
+      TS_GPU_TRY(gpuMemcpyAsync(to + (uint64_t)b.dst * p.block_bytes, from + (uint64_t)b.src * p.block_bytes, p.block_bytes,
+                                gpuMemcpyDefault, stream_));
+  }
+  return Status::ok();
+}
+
+Status GpuStream::run(Executable& exe, const StepArgs& args) {
+  auto* g = dynamic_cast<GpuExecutable*>(&exe);
+  if (!g) return invalid_argument(std::string(TESSERA_GPU_BACKEND ": run: the executable was compiled for another device"));
+  TS_TRY(ctx_->make_current());
+  return g->run(args, *this);
+}
+
+Status GpuStream::record(Event& e) {
+  auto* g = dynamic_cast<GpuEvent*>(&e);
+  if (!g || g->context().ordinal() != ctx_->ordinal())
+    return invalid_argument(std::string(TESSERA_GPU_BACKEND ": record: the event belongs to another device"));
+  TS_TRY(ctx_->make_current());
+  TS_GPU_TRY(gpuEventRecord(g->handle(), stream_));
+  g->mark_recorded();
+  return Status::ok();
+}
+
+Status GpuStream::wait(Event& e) {
+  auto* g = dynamic_cast<GpuEvent*>(&e);
+  // Another device's or backend's event: the host waits for it.
+  if (!g || g->context().ordinal() != ctx_->ordinal()) return e.synchronize();
+  if (!g->query()) {
+    TS_TRY(ctx_->make_current());
+    TS_GPU_TRY(gpuStreamWaitEvent(stream_, g->handle(), 0));
+  }
+  return Status::ok();
+}
+
+Status GpuStream::synchronize() {
+  TS_TRY(ctx_->make_current());
+  TS_GPU_TRY(gpuStreamSynchronize(stream_));
+  return Status::ok();
+}
+
+}  // namespace tessera::gpu

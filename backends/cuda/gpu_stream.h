@@ -1,0 +1,69 @@
+#pragma once
+// A CUDA/HIP stream behind the HAL's Stream, with its own ring of pinned
+// staging slots for uploads (the caller's bytes are taken before upload
+// returns, and the device copies them from pinned memory asynchronously),
+// and the events that order streams.
+#include <array>
+#include <memory>
+
+#include "backends/cuda/gpu_buffer.h"
+#include "core/hal/event.h"
+#include "core/hal/stream.h"
+
+namespace tessera::gpu {
+
+class GpuEvent final : public Event {
+ public:
+  static Expected<std::unique_ptr<GpuEvent>> create(std::shared_ptr<GpuContext> ctx);
+  ~GpuEvent() override;
+  bool query() override;
+  Status synchronize() override;
+
+  gpuEvent_t handle() const { return event_; }
+  const GpuContext& context() const { return *ctx_; }
+  void mark_recorded() { recorded_ = true; }
+
+ private:
+  explicit GpuEvent(std::shared_ptr<GpuContext> ctx) : ctx_(std::move(ctx)) {}
+  std::shared_ptr<GpuContext> ctx_;
+  gpuEvent_t event_ = nullptr;
+  bool recorded_ = false;  // an event never recorded is complete
+};
+
+class GpuStream final : public Stream {
+ public:
+  static Expected<std::unique_ptr<GpuStream>> create(std::shared_ptr<GpuContext> ctx);
+  ~GpuStream() override;
+
+  Status upload(Buffer& dst, uint64_t offset, std::span<const std::byte> src) override;
+  Status download(std::span<std::byte> dst, Buffer& src, uint64_t offset) override;
+  Status copy(Buffer& src, uint64_t src_offset, Buffer& dst, uint64_t dst_offset, uint64_t bytes) override;
+  Status copy_blocks(std::span<const KvPoolCopy> pools, std::span<const BlockCopy> blocks) override;
+  Status run(Executable& exe, const StepArgs& args) override;
+  Status record(Event& e) override;
+  Status wait(Event& e) override;
+  Status synchronize() override;
+
+  gpuStream_t handle() const { return stream_; }
+
+ private:
+  explicit GpuStream(std::shared_ptr<GpuContext> ctx) : ctx_(std::move(ctx)) {}
+  // A pinned slot of the upload ring, free once its event (the copy out of
+  // it) has completed.
+  struct StagingSlot {
+    std::unique_ptr<GpuBuffer> memory;
+    gpuEvent_t copied = nullptr;
+    bool pending = false;
+  };
+  static constexpr int kSlots = 4;
+  static constexpr uint64_t kSlotBytes = uint64_t{4} << 20;
+  Expected<StagingSlot*> next_slot();
+  GpuBuffer* ours(Buffer& b, const char* what, Status& why);
+
+  std::shared_ptr<GpuContext> ctx_;
+  gpuStream_t stream_ = nullptr;
+  std::array<StagingSlot, kSlots> ring_;
+  int next_ = 0;
+};
+
+}  // namespace tessera::gpu

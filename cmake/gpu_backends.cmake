@@ -1,0 +1,78 @@
+# The CUDA and ROCm backend plugins (included from backends/CMakeLists.txt).
+#
+# One source: backends/cuda/*.cpp is the host side (compiled by the C++
+# compiler against the CUDA or HIP runtime headers), kernels/cuda/*.cu the
+# device side (nvcc for NVIDIA, hipcc for AMD), both written against
+# kernels/cuda/gpu_runtime.h. Every kernel is compiled ahead of time for each
+# listed target; nothing is JIT-compiled at run time, so a GPU outside the
+# list is refused at open with a line naming what was built.
+
+# --- CUDA -----------------------------------------------------------------
+# sm_80 (A100), sm_86 (RTX 30xx, A10), sm_89 (L4, RTX 40xx), sm_90 (H100, H200).
+set(TESSERA_CUDA_ARCHITECTURES "80-real;86-real;89-real;90-real" CACHE STRING
+    "CUDA targets the CUDA backend is compiled for (CMake's CUDA_ARCHITECTURES form)")
+set(TESSERA_CUDA_BUILT OFF)
+if(NOT TESSERA_CUDA)
+  message(STATUS "tessera: CUDA backend not built (TESSERA_CUDA=OFF)")
+else()
+  find_package(CUDAToolkit QUIET)
+  if(NOT CUDAToolkit_FOUND OR NOT CUDAToolkit_NVCC_EXECUTABLE)
+    message(STATUS "tessera: CUDA backend not built (no CUDA toolkit: nvcc not on PATH nor in /usr/local/cuda)")
+  else()
+    if(NOT CMAKE_CUDA_COMPILER)
+      set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
+    endif()
+    set(CMAKE_CUDA_ARCHITECTURES ${TESSERA_CUDA_ARCHITECTURES})
+    enable_language(CUDA)
+    # C++17 in device code for both compilers: CMake 3.25 does not know that
+    # nvcc 13 has C++20, and Debian's hipcc (clang 15) is surest at 17.
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    message(STATUS "tessera: CUDA backend built with nvcc ${CMAKE_CUDA_COMPILER_VERSION} for ${TESSERA_CUDA_ARCHITECTURES}")
+    set(TESSERA_CUDA_BUILT ON)
+    add_subdirectory(${PROJECT_SOURCE_DIR}/backends/cuda ${PROJECT_BINARY_DIR}/backends/cuda)
+  endif()
+endif()
+
+# --- ROCm -----------------------------------------------------------------
+# gfx908 (MI100), gfx90a (MI200), gfx942 (MI300), gfx1030 (RX 6000), gfx1100
+# (RX 7000): each is probed with the installed hipcc, and those it cannot
+# compile for (Debian 12's ROCm 5.2: gfx942 and gfx11xx) are skipped, saying why.
+set(TESSERA_ROCM_TARGETS "gfx908;gfx90a;gfx942;gfx1030;gfx1100" CACHE STRING
+    "AMD GPU targets the ROCm backend is compiled for, where the installed hipcc can")
+set(TESSERA_ROCM_BUILT OFF)
+if(NOT TESSERA_ROCM)
+  message(STATUS "tessera: ROCm backend not built (TESSERA_ROCM=OFF)")
+else()
+  find_program(TESSERA_HIPCC hipcc)
+  find_path(TESSERA_HIP_INCLUDE hip/hip_runtime_api.h)
+  find_library(TESSERA_AMDHIP64 amdhip64)
+  if(NOT TESSERA_HIPCC OR NOT TESSERA_HIP_INCLUDE OR NOT TESSERA_AMDHIP64)
+    message(STATUS "tessera: ROCm backend not built (needs hipcc and the HIP runtime: apt install hipcc libamdhip64-dev)")
+  else()
+    set(probe ${PROJECT_BINARY_DIR}/rocm_probe.hip)
+    file(WRITE ${probe} "#include <hip/hip_runtime.h>\n__global__ void probe(float* p) { p[threadIdx.x] = 1.0f; }\n")
+    set(TESSERA_ROCM_BUILT_TARGETS "")
+    foreach(target ${TESSERA_ROCM_TARGETS})
+      execute_process(
+        COMMAND ${TESSERA_HIPCC} -x hip -c --offload-arch=${target} ${probe} -o ${PROJECT_BINARY_DIR}/rocm_probe_${target}.o
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+      if(rc EQUAL 0)
+        list(APPEND TESSERA_ROCM_BUILT_TARGETS ${target})
+      else()
+        string(REGEX MATCH "error: [^\n]*" why "${err}")
+        if(NOT why)
+          set(why "hipcc exited with ${rc}")
+        endif()
+        message(STATUS "tessera: ROCm target ${target} skipped: ${why}")
+      endif()
+    endforeach()
+    if(NOT TESSERA_ROCM_BUILT_TARGETS)
+      message(STATUS "tessera: ROCm backend not built (hipcc compiles for none of ${TESSERA_ROCM_TARGETS})")
+    else()
+      message(STATUS "tessera: ROCm backend built with ${TESSERA_HIPCC} for ${TESSERA_ROCM_BUILT_TARGETS}")
+      set(TESSERA_ROCM_BUILT ON)
+      add_subdirectory(${PROJECT_SOURCE_DIR}/backends/rocm ${PROJECT_BINARY_DIR}/backends/rocm)
+    endif()
+  endif()
+endif()
