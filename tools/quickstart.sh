@@ -26,6 +26,10 @@ command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 [ "$mode" = test ] && packages+=(python3-jinja2)
 # clang and its libFuzzer runtime: the server's request parser is fuzzed in the tests (tests/fuzz).
 [ "$mode" = test ] && packages+=(clang-14 libclang-rt-14-dev)
+# hipcc and the HIP runtime: the tests build the ROCm backend plugin (its GPU tests skip without an
+# AMD GPU). The CUDA plugin is built wherever NVIDIA's toolkit is (/usr/local/cuda, or nvcc on PATH):
+# Debian 12's own (11.8, non-free) is older than the one the CI machines carry, so none is installed here.
+[ "$mode" = test ] && packages+=(hipcc libamdhip64-dev)
 
 install_missing() {
   local missing=()
