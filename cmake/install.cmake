@@ -15,9 +15,11 @@ install(TARGETS tessera_shared EXPORT tesseraTargets
 install(TARGETS tessera RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tessera DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
-if(TARGET tessera-backend-vulkan)
-  install(TARGETS tessera-backend-vulkan LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/tessera)
-endif()
+foreach(plugin vulkan cuda rocm)
+  if(TARGET tessera-backend-${plugin})
+    install(TARGETS tessera-backend-${plugin} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/tessera)
+  endif()
+endforeach()
 
 install(EXPORT tesseraTargets NAMESPACE tessera:: DESTINATION ${TESSERA_CMAKE_DIR})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/tesseraConfig.cmake.in

@@ -85,4 +85,10 @@ if [[ $has_vulkan == ON || $has_vulkan == 1 || $has_vulkan == TRUE ]]; then
   grep -q '^vulkan' <<< "$devices" || fail "installed tessera devices does not list the vulkan backend: $devices"
   ! grep -q 'plugin not loaded' <<< "$devices" || fail "installed tessera devices: $devices"
 fi
+# Every plugin built beside the build's CLI (Vulkan, CUDA, ROCm) is installed,
+# and the installed CLI loads each (a GPU plugin without a GPU lists no device).
+for built in "$build"/bin/libtessera-backend-*.so; do
+  [[ -e $built ]] || continue
+  [[ -e $prefix/lib/tessera/$(basename "$built") ]] || fail "$(basename "$built") was not installed in lib/tessera"
+done
 echo "install_test: installed, consumers built by find_package and pkg-config, ids match run.c ($((steps + 1)) ids; 4 engine streams)"
