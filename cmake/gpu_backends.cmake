@@ -24,9 +24,13 @@ else()
     endif()
     set(CMAKE_CUDA_ARCHITECTURES ${TESSERA_CUDA_ARCHITECTURES})
     enable_language(CUDA)
-    # C++17 in device code for both compilers: CMake 3.25 does not know that
-    # nvcc 13 has C++20, and Debian's hipcc (clang 15) is surest at 17.
-    set(CMAKE_CUDA_STANDARD 17)
+    # C++20 in device code too, so the launchers take the CPU kernels'
+    # argument structs; CMake 3.25 does not know that nvcc 13 has it.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     message(STATUS "tessera: CUDA backend built with nvcc ${CMAKE_CUDA_COMPILER_VERSION} for ${TESSERA_CUDA_ARCHITECTURES}")
     set(TESSERA_CUDA_BUILT ON)
