@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "backends/cuda/gpu_kernel_table.h"
+#include "backends/cuda/gpu_status.h"
 #include "backends/cuda/gpu_stream.h"
 
 namespace tessera::gpu {
@@ -14,15 +16,10 @@ constexpr uint64_t kStepAlign = 256;  // each step array starts where any kernel
 
 Expected<std::unique_ptr<GpuExecutable>> GpuExecutable::create(std::shared_ptr<GpuContext> ctx, const Plan& plan,
                                                                std::span<Buffer* const> bound) {
-  // The kernel table refuses every op for now (docs/backends.md, "CUDA and
-  // ROCm"), so placement never gives this device a dispatch; a plan that
-  // has one anyway (hand-written IR) is refused here rather than skipped.
-  for (const Dispatch& d : plan.dispatches)
-    return unsupported(std::string(TESSERA_GPU_BACKEND ": no kernel for ") + std::string(name(d.op)) + " (node " + d.label +
-                       ") in this build");
   std::unique_ptr<GpuExecutable> exe(new GpuExecutable(std::move(ctx), plan));
   exe->limits_ = step_limits(plan);
   TS_TRY(exe->bind_buffers(bound));
+  TS_TRY(exe->bind_dispatches());
   return exe;
 }
 
@@ -63,6 +60,43 @@ Status GpuExecutable::bind_buffers(std::span<Buffer* const> bound) {
   return Status::ok();
 }
 
+Status GpuExecutable::bind_dispatches() {
+  const GpuKernelTable table;
+  uint64_t scratch = 256;
+  for (const Dispatch& d : plan_.dispatches) {  // the executable's own copy: BoundDispatch points into it
+    // What placement should never have given this device (hand-written IR) is refused here, with the table's reason.
+    OpQuery q{d.op, DType::f32, d.inputs.size() > 1 ? d.inputs[1].desc.dtype : DType::f32};
+    if (d.op == OpKind::embedding) q.weight_dtype = d.inputs[0].desc.dtype;
+    q.params = d.params;
+    q.rope_table = (d.op == OpKind::rope && d.inputs.size() == 3 && d.inputs[2].desc.shape.rank != 1) ||
+                   (d.op == OpKind::rope_kv_append && d.inputs.size() == 8 && d.inputs[7].desc.shape.rank != 1);
+    q.rope_freq_factors = (d.op == OpKind::rope && d.inputs.size() == 3 && d.inputs[2].desc.shape.rank == 1) ||
+                          (d.op == OpKind::rope_kv_append && d.inputs.size() == 8 && d.inputs[7].desc.shape.rank == 1);
+    const KernelChoice k = table.query(q);
+    if (!k.supported) return unsupported(std::string(TESSERA_GPU_BACKEND ": ") + d.label + ": " + k.reason);
+    for (size_t i = 0; i < d.inputs.size(); ++i)
+      if (d.inputs[i].layout != WeightLayout::rows)
+        return unsupported(std::string(TESSERA_GPU_BACKEND ": ") + d.label + ": input " + std::to_string(i) + " has layout=" +
+                           std::string(name(d.inputs[i].layout)) + "; this backend reads the standard row layout only");
+    BoundDispatch bd;
+    bd.source = &d;
+    auto bind = [&](const PlanTensor& t) { return BoundTensor{buffers_[t.buffer]->data() + t.offset, t.desc, t.rows}; };
+    for (const auto& t : d.inputs) bd.in.push_back(bind(t));
+    for (const auto& t : d.outputs) bd.out.push_back(bind(t));
+    // The fused matmuls whose epilogue is a second kernel stage the product [rows, n] here; rope_kv_append its rotated K.
+    const int64_t max_rows = d.outputs.empty() ? 0 : d.outputs[0].desc.shape[0];
+    if (d.op == OpKind::matmul_silu_mul || d.op == OpKind::matmul_qkv || d.op == OpKind::matmul_epilogue)
+      scratch = std::max<uint64_t>(scratch, (uint64_t)(max_rows * d.inputs[1].desc.shape[0]) * 4);
+    if (d.op == OpKind::rope_kv_append) {
+      const auto& p = std::get<RopeKvAppendParams>(d.params);
+      scratch = std::max<uint64_t>(scratch, (uint64_t)(max_rows * p.kv.n_kv_heads * p.kv.head_dim) * 4);
+    }
+    dispatches_.push_back(std::move(bd));
+  }
+  TS_ASSIGN_OR_RETURN(scratch_, GpuBuffer::create(ctx_, scratch, MemoryUse::activations));
+  return Status::ok();
+}
+
 Status GpuExecutable::run(const StepArgs& args, GpuStream& stream) {
   TS_TRY(check_step_args(plan_.bucket, limits_, args));
   uint64_t used = 0;
@@ -75,6 +109,7 @@ Status GpuExecutable::run(const StepArgs& args, GpuStream& stream) {
     used = std::max(used, field_offsets_[i] + pb.bytes);
   }
   if (used > 0) TS_TRY(stream.upload(*step_block_, 0, std::span<const std::byte>(packed_.data(), used)));
+  for (const BoundDispatch& d : dispatches_) TS_TRY(launch(d, args, stream.handle()));
   return Status::ok();
 }
 

@@ -15,6 +15,18 @@ namespace tessera::gpu {
 
 class GpuStream;
 
+// A plan tensor at its device address.
+struct BoundTensor {
+  std::byte* data = nullptr;
+  TensorDesc desc;
+  RowCount rows = RowCount::fixed;
+};
+
+struct BoundDispatch {
+  const Dispatch* source = nullptr;
+  std::vector<BoundTensor> in, out;
+};
+
 class GpuExecutable final : public Executable {
  public:
   static Expected<std::unique_ptr<GpuExecutable>> create(std::shared_ptr<GpuContext> ctx, const Plan& plan,
@@ -29,6 +41,9 @@ class GpuExecutable final : public Executable {
  private:
   GpuExecutable(std::shared_ptr<GpuContext> ctx, const Plan& plan) : ctx_(std::move(ctx)), plan_(plan) {}
   Status bind_buffers(std::span<Buffer* const> bound);
+  Status bind_dispatches();
+  // Queues one dispatch's kernels (backends/cuda/gpu_dispatch.cpp).
+  Status launch(const BoundDispatch& d, const StepArgs& a, gpuStream_t stream) const;
 
   std::shared_ptr<GpuContext> ctx_;
   Plan plan_;
@@ -38,6 +53,8 @@ class GpuExecutable final : public Executable {
   std::unique_ptr<GpuBuffer> step_block_;
   std::vector<uint64_t> field_offsets_;  // in the step block, by plan buffer id (step inputs)
   std::vector<std::byte> packed_;        // the host side of one step's block
+  std::vector<BoundDispatch> dispatches_;
+  std::unique_ptr<GpuBuffer> scratch_;   // fused matmuls' products, rotated K
 };
 
 }  // namespace tessera::gpu

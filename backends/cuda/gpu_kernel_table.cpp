@@ -3,11 +3,46 @@
 #include <string>
 
 #include "kernels/cuda/gpu_runtime.h"
+#include "kernels/cuda/launch.h"
 
 namespace tessera::gpu {
 
+namespace {
+
+KernelChoice yes(const char* kernel) { return {true, kernel, ""}; }
+KernelChoice no(std::string why) { return {false, "", std::move(why)}; }
+
+}  // namespace
+
+// What kernels/cuda has a kernel for; the executable asks the same question
+// of every dispatch it compiles, so this is the one list.
 KernelChoice GpuKernelTable::query(const OpQuery& q) const {
-  return {false, "", std::string(name(q.op)) + " has no " TESSERA_GPU_BACKEND " kernel in this build yet"};
+  if (q.dtype != DType::f32) return no(std::string(name(q.op)) + " on " + std::string(name(q.dtype)) + " activations");
+  switch (q.op) {
+    case OpKind::embedding:
+      return kernels::embedding_reads(q.weight_dtype)
+                 ? yes("embedding_rows")
+                 : no("embedding of a " + std::string(name(q.weight_dtype)) + " table has no " TESSERA_GPU_BACKEND " kernel yet");
+    case OpKind::rms_norm:
+    case OpKind::head_rms_norm:
+    case OpKind::add_rms_norm: return yes("rms_norm_rows");
+    case OpKind::add:
+    case OpKind::mul:
+    case OpKind::silu:
+    case OpKind::gelu:
+    case OpKind::silu_mul:
+    case OpKind::gelu_mul:
+    case OpKind::scale:
+    case OpKind::softcap:
+    case OpKind::bias_add: return yes("elementwise");
+    case OpKind::elementwise: return yes("elementwise_program");
+    case OpKind::softmax: return yes("softmax_rows");
+    case OpKind::argmax: return yes("argmax_rows");
+    case OpKind::gather_rows: return yes("gather_rows");
+    case OpKind::copy: return yes("copy");
+    default: break;
+  }
+  return no(std::string(name(q.op)) + " has no " TESSERA_GPU_BACKEND " kernel in this build yet");
 }
 
 }  // namespace tessera::gpu

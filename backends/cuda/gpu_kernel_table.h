@@ -1,7 +1,6 @@
 #pragma once
-// What the CUDA/ROCm backend runs: for now nothing. The kernels of
-// kernels/cuda land op by op (docs/backends.md, "CUDA and ROCm"); until an op
-// has one, placement puts it on the CPU with a note and --strict refuses it.
+// What the CUDA/ROCm backend runs (kernels/cuda, op by op). An op without a
+// kernel here is placed on the CPU with a note; --strict refuses it.
 #include "core/hal/kernel_table.h"
 
 namespace tessera::gpu {

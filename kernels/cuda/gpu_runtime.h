@@ -21,6 +21,7 @@ using gpuDeviceProp_t = hipDeviceProp_t;
 using gpuMemPool_t = hipMemPool_t;
 inline constexpr gpuError_t gpuSuccess = hipSuccess;
 inline constexpr gpuError_t gpuErrorNotReady = hipErrorNotReady;
+inline constexpr gpuError_t gpuErrorInvalidValue = hipErrorInvalidValue;
 #define gpuGetErrorName hipGetErrorName
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetLastError hipGetLastError
@@ -77,6 +78,7 @@ using gpuDeviceProp_t = cudaDeviceProp;
 using gpuMemPool_t = cudaMemPool_t;
 inline constexpr gpuError_t gpuSuccess = cudaSuccess;
 inline constexpr gpuError_t gpuErrorNotReady = cudaErrorNotReady;
+inline constexpr gpuError_t gpuErrorInvalidValue = cudaErrorInvalidValue;
 #define gpuGetErrorName cudaGetErrorName
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetLastError cudaGetLastError

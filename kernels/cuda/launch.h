@@ -27,6 +27,13 @@ gpuError_t gelu_mul(const GeluMulArgs& a, gpuStream_t s);
 gpuError_t scale(const ScalarOpArgs& a, gpuStream_t s);
 gpuError_t softcap(const ScalarOpArgs& a, gpuStream_t s);
 gpuError_t bias_add(const BiasAddArgs& a, gpuStream_t s);
+// An ElementwiseProgram's inputs as a kernel parameter: each a device
+// pointer, and whether it is a bias row (one row repeated over the rows).
+struct EwInputs {
+  const float* p[kEwMaxInputs];
+  bool row[kEwMaxInputs];
+};
+gpuError_t elementwise(const ElementwiseArgs& a, gpuStream_t s);
 // kernels/cuda/rows.cu: one block per row.
 gpuError_t rms_norm(const RmsNormArgs& a, gpuStream_t s);
 gpuError_t head_rms_norm(const HeadRmsNormArgs& a, gpuStream_t s);

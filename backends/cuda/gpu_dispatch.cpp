@@ -1,0 +1,111 @@
+// One dispatch of a plan to its kernels (kernels/cuda/launch.h), with the
+// step's row counts: the same binding of inputs and outputs to kernel
+// arguments as the CPU backend's (backends/cpu/cpu_executable.cpp).
+#include <variant>
+
+#include "backends/cuda/gpu_executable.h"
+#include "backends/cuda/gpu_status.h"
+#include "kernels/cuda/launch.h"
+
+namespace tessera::gpu {
+
+namespace {
+
+namespace k = tessera::gpu::kernels;
+
+int64_t rows_of(const BoundTensor& t, const StepArgs& a) {
+  switch (t.rows) {
+    case RowCount::fixed: return t.desc.shape[0];
+    case RowCount::tokens: return a.n_tokens;
+    case RowCount::logit_rows: return a.n_logit_rows;
+  }
+  return 0;
+}
+
+float* f32(const BoundTensor& t) { return reinterpret_cast<float*>(t.data); }
+int32_t* i32(const BoundTensor& t) { return reinterpret_cast<int32_t*>(t.data); }
+
+// The launch's error, named after the dispatch.
+Status launched(gpuError_t e, const BoundDispatch& d) {
+  if (e == gpuSuccess) return Status::ok();
+  return gpu_failed(("kernel launch for " + std::string(name(d.source->op)) + " (" + d.source->label + ")").c_str(), e);
+}
+
+}  // namespace
+
+Status GpuExecutable::launch(const BoundDispatch& d, const StepArgs& a, gpuStream_t s) const {
+  const int64_t rows = d.out.empty() ? 0 : rows_of(d.out[0], a);
+  const OpParams& params = d.source->params;
+  const int64_t width = d.in.empty() ? 0 : d.in[0].desc.shape.last();
+  switch (d.source->op) {
+    case OpKind::embedding:
+      // Token ids were checked against the table by check_step_args (StepLimits::vocab).
+      return launched(k::embedding({d.in[0].data, d.in[0].desc.dtype, d.in[0].desc.shape[0], d.in[0].desc.shape[1], i32(d.in[1]),
+                                    rows, f32(d.out[0])},
+                                   s),
+                      d);
+    case OpKind::rms_norm:
+      return launched(k::rms_norm({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows, width, std::get<RmsNormParams>(params)}, s), d);
+    case OpKind::head_rms_norm: {
+      const int64_t head_dim = d.in[1].desc.shape[0];
+      return launched(k::head_rms_norm({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows, width / head_dim, head_dim,
+                                        std::get<RmsNormParams>(params)},
+                                       s),
+                      d);
+    }
+    case OpKind::add_rms_norm:
+      return launched(k::add_rms_norm({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), f32(d.out[1]), f32(d.in[2]), rows, width,
+                                       std::get<RmsNormParams>(params)},
+                                      s),
+                      d);
+    case OpKind::add: return launched(k::add({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * width}, s), d);
+    case OpKind::mul: return launched(k::mul({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * width}, s), d);
+    case OpKind::silu_mul: return launched(k::silu_mul({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * width}, s), d);
+    case OpKind::gelu_mul: return launched(k::gelu_mul({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows * width}, s), d);
+    case OpKind::silu: return launched(k::silu({f32(d.in[0]), f32(d.out[0]), rows * width}, s), d);
+    case OpKind::gelu: return launched(k::gelu({f32(d.in[0]), f32(d.out[0]), rows * width}, s), d);
+    case OpKind::scale:
+      return launched(k::scale({f32(d.in[0]), f32(d.out[0]), rows * width, std::get<ScaleParams>(params).scale}, s), d);
+    case OpKind::softcap:
+      return launched(k::softcap({f32(d.in[0]), f32(d.out[0]), rows * width, std::get<SoftcapParams>(params).cap}, s), d);
+    case OpKind::bias_add: return launched(k::bias_add({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows, width}, s), d);
+    case OpKind::elementwise: {
+      kernels::ElementwiseArgs e;
+      e.program = &std::get<ElementwiseProgram>(params);
+      for (size_t i = 0; i < d.in.size(); ++i) e.inputs[i] = f32(d.in[i]);
+      e.out = f32(d.out[0]);
+      // A 1-D output is one row; otherwise rows of its last dimension.
+      const bool one_row = d.out[0].desc.shape.rank == 1;
+      e.rows = one_row ? 1 : rows;
+      e.cols = one_row ? rows : d.out[0].desc.shape.last();
+      return launched(k::elementwise(e, s), d);
+    }
+    case OpKind::softmax: {
+      float* x = f32(d.out[0]);
+      if (x != f32(d.in[0]) && rows > 0)
+        TS_GPU_TRY(gpuMemcpyAsync(x, f32(d.in[0]), (size_t)(rows * width) * 4, gpuMemcpyDeviceToDevice, s));
+      return launched(k::softmax({x, rows, width}, s), d);
+    }
+    case OpKind::argmax: return launched(k::argmax({f32(d.in[0]), i32(d.out[0]), rows, width}, s), d);
+    case OpKind::gather_rows: {
+      kernels::GatherRowsArgs g;
+      g.x = d.in[0].data;
+      g.rows = i32(d.in[1]);
+      g.out = d.out[0].data;
+      g.n_rows = rows;
+      g.n_src_rows = rows_of(d.in[0], a);
+      g.row_bytes = (int64_t)d.in[0].desc.row_bytes();
+      return launched(k::gather_rows(g, s), d);
+    }
+    case OpKind::copy:
+      if (rows > 0)
+        TS_GPU_TRY(gpuMemcpyAsync(d.out[0].data, d.in[0].data, (size_t)(rows * (int64_t)d.in[0].desc.row_bytes()),
+                                  gpuMemcpyDeviceToDevice, s));
+      return Status::ok();
+    default: break;
+  }
+  return internal_error(std::string(TESSERA_GPU_BACKEND ": no launcher for ") + std::string(name(d.source->op)) + " (" +
+                        d.source->label + ") although the kernel table accepted it");
+}
+
+}  // namespace tessera::gpu
