@@ -68,7 +68,10 @@ inline std::vector<GreedyCase> read_text_cases(const std::string& path) {
 
 inline std::string join_ids(const std::vector<int32_t>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';  // (`(i ? "," : "") + ...` draws a false -Wrestrict from GCC 12 where this is inlined)
+    s += std::to_string(ids[i]);
+  }
   return s;
 }
 
