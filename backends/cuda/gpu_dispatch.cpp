@@ -25,6 +25,19 @@ int64_t rows_of(const BoundTensor& t, const StepArgs& a) {
 float* f32(const BoundTensor& t) { return reinterpret_cast<float*>(t.data); }
 int32_t* i32(const BoundTensor& t) { return reinterpret_cast<int32_t*>(t.data); }
 
+// x = in[0], w = in[1], y = out[0]: how every matmul-rooted dispatch binds its matmul.
+kernels::MatmulArgs matmul_args(const BoundDispatch& d, int64_t rows) {
+  kernels::MatmulArgs m;
+  m.x = f32(d.in[0]);
+  m.w = d.in[1].data;
+  m.w_dtype = d.in[1].desc.dtype;
+  m.y = f32(d.out[0]);
+  m.m = rows;
+  m.n = d.in[1].desc.shape[0];
+  m.k = d.in[1].desc.shape[1];
+  return m;
+}
+
 // The launch's error, named after the dispatch.
 Status launched(gpuError_t e, const BoundDispatch& d) {
   if (e == gpuSuccess) return Status::ok();
@@ -37,7 +50,39 @@ Status GpuExecutable::launch(const BoundDispatch& d, const StepArgs& a, gpuStrea
   const int64_t rows = d.out.empty() ? 0 : rows_of(d.out[0], a);
   const OpParams& params = d.source->params;
   const int64_t width = d.in.empty() ? 0 : d.in[0].desc.shape.last();
+  float* scratch = reinterpret_cast<float*>(scratch_->data());
   switch (d.source->op) {
+    case OpKind::matmul: return launched(k::matmul(matmul_args(d, rows), s), d);
+    case OpKind::matmul_add: return launched(k::matmul_add({matmul_args(d, rows), f32(d.in[2])}, s), d);
+    case OpKind::matmul_add_rms_norm: {
+      const kernels::MatmulArgs m = matmul_args(d, rows);
+      TS_TRY(launched(k::matmul_add({m, f32(d.in[2])}, s), d));
+      return launched(k::rms_norm({f32(d.out[0]), f32(d.in[3]), f32(d.out[1]), rows, m.n, std::get<RmsNormParams>(params)}, s), d);
+    }
+    case OpKind::matmul_silu_mul:
+    case OpKind::matmul_qkv: {
+      // The product [rows, n] goes to scratch; the second kernel splits or gates it into the outputs.
+      kernels::MatmulArgs m = matmul_args(d, rows);
+      m.y = scratch;
+      TS_TRY(launched(k::matmul(m, s), d));
+      if (d.source->op == OpKind::matmul_silu_mul) return launched(k::split_silu_mul(scratch, f32(d.out[0]), rows, m.n / 2, s), d);
+      const auto& p = std::get<QkvSplitParams>(params);
+      return launched(k::split_qkv(scratch, f32(d.out[0]), f32(d.out[1]), f32(d.out[2]), rows, p.q_rows, p.kv_rows, s), d);
+    }
+    case OpKind::matmul_epilogue: {
+      // The product to scratch, then the program over it (register a0) and the node's other inputs.
+      kernels::MatmulArgs m = matmul_args(d, rows);
+      m.y = scratch;
+      TS_TRY(launched(k::matmul(m, s), d));
+      kernels::ElementwiseArgs e;
+      e.program = &std::get<ElementwiseProgram>(params);
+      e.inputs[0] = scratch;
+      for (size_t i = 2; i < d.in.size(); ++i) e.inputs[i - 1] = f32(d.in[i]);
+      e.out = f32(d.out[0]);
+      e.rows = rows;
+      e.cols = m.n;
+      return launched(k::elementwise(e, s), d);
+    }
     case OpKind::embedding:
       // Token ids were checked against the table by check_step_args (StepLimits::vocab).
       return launched(k::embedding({d.in[0].data, d.in[0].desc.dtype, d.in[0].desc.shape[0], d.in[0].desc.shape[1], i32(d.in[1]),

@@ -23,6 +23,15 @@ KernelChoice GpuKernelTable::query(const OpQuery& q) const {
       return kernels::embedding_reads(q.weight_dtype)
                  ? yes("embedding_rows")
                  : no("embedding of a " + std::string(name(q.weight_dtype)) + " table has no " TESSERA_GPU_BACKEND " kernel yet");
+    case OpKind::matmul:
+    case OpKind::matmul_add:
+    case OpKind::matmul_add_rms_norm:
+    case OpKind::matmul_silu_mul:
+    case OpKind::matmul_qkv:
+    case OpKind::matmul_epilogue:
+      return kernels::matmul_reads(q.weight_dtype)
+                 ? yes("matmul_gemv / gemm_tiled_f32")
+                 : no(std::string(name(q.op)) + " with " + std::string(name(q.weight_dtype)) + " weights has no " TESSERA_GPU_BACKEND " kernel");
     case OpKind::rms_norm:
     case OpKind::head_rms_norm:
     case OpKind::add_rms_norm: return yes("rms_norm_rows");

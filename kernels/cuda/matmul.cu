@@ -7,12 +7,6 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/matmul_paths.h"
 
-#if defined(TESSERA_GPU_HIP)
-#define TS_GPU_ERROR_INVALID_VALUE hipErrorInvalidValue
-#else
-#define TS_GPU_ERROR_INVALID_VALUE cudaErrorInvalidValue
-#endif
-
 namespace tessera::gpu::kernels {
 
 namespace {
@@ -20,8 +14,8 @@ namespace {
 gpuError_t run_matmul(const MatmulArgs& a, const float* residual, gpuStream_t s) {
   // Epilogue programs and the rows_x4 block order are the CPU kernels' (this
   // backend runs the packed ops' epilogues as split_silu_mul / split_qkv).
-  if (a.epilogue != nullptr || a.w_layout != WeightLayout::rows || !matmul_reads(a.w_dtype)) return TS_GPU_ERROR_INVALID_VALUE;
-  if (a.m < 0 || a.n < 0 || a.k < 0 || !is_whole_blocks(a.w_dtype, a.k)) return TS_GPU_ERROR_INVALID_VALUE;
+  if (a.epilogue != nullptr || a.w_layout != WeightLayout::rows || !matmul_reads(a.w_dtype)) return gpuErrorInvalidValue;
+  if (a.m < 0 || a.n < 0 || a.k < 0 || !is_whole_blocks(a.w_dtype, a.k)) return gpuErrorInvalidValue;
   if (a.m == 0 || a.n == 0) return gpuSuccess;
   if (a.m <= kGemvMaxRows) return launch_matmul_gemv(a, residual, s);
   return launch_matmul_gemm(a, residual, s);
@@ -34,7 +28,7 @@ bool matmul_reads(DType w) { return is_plain_float(w) || is_block_type(w); }
 gpuError_t matmul(const MatmulArgs& a, gpuStream_t s) { return run_matmul(a, nullptr, s); }
 
 gpuError_t matmul_add(const MatmulAddArgs& a, gpuStream_t s) {
-  if (a.residual == nullptr) return TS_GPU_ERROR_INVALID_VALUE;
+  if (a.residual == nullptr) return gpuErrorInvalidValue;
   return run_matmul(a.mm, a.residual, s);
 }
 

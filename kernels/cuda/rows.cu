@@ -3,6 +3,7 @@
 // threads striding over the row and meeting in block_sum / block_max. Sums
 // are f32 where the reference (kernels/reference) uses f64: a row of 8192
 // squares in f32 differs from it by about 1e-6 relative, inside the f32 bound.
+#include "kernels/cuda/dequant.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/launch.h"
 
@@ -101,16 +102,23 @@ __global__ void gather_bytes_kernel(const uint8_t* x, const int32_t* rows, uint8
   }
 }
 
-// One embedding row per block: f32, f16 or bf16 elements.
-__global__ void embedding_kernel(const void* table, int dtype, const int32_t* ids, float* out, int64_t n_tokens, int64_t dim) {
+// One embedding row per block, in the table's dtype: plain elements, or
+// 32-element units of a block type decoded as the matmul decodes them
+// (kernels/cuda/dequant.h), each unit by one thread.
+__global__ void embedding_kernel(const uint8_t* table, DType dtype, uint64_t row_bytes, const int32_t* ids, float* out,
+                                 int64_t n_tokens, int64_t dim) {
   const int64_t t = row_index();
   if (t >= n_tokens) return;
-  const int64_t base = (int64_t)ids[t] * dim;
+  const uint8_t* row = table + (uint64_t)ids[t] * row_bytes;
   float* o = out + t * dim;
-  for (int64_t j = threadIdx.x; j < dim; j += blockDim.x) {
-    if (dtype == 0) o[j] = static_cast<const float*>(table)[base + j];
-    else if (dtype == 1) o[j] = f16_bits_to_f32(static_cast<const uint16_t*>(table)[base + j]);
-    else o[j] = bf16_bits_to_f32(static_cast<const uint16_t*>(table)[base + j]);
+  if (is_plain_float(dtype)) {
+    for (int64_t j = threadIdx.x; j < dim; j += blockDim.x) o[j] = plain_at(dtype, row, j);
+    return;
+  }
+  for (int64_t u = threadIdx.x; u < dim / kUnit; u += blockDim.x) {
+    float v[kUnit];
+    decode_unit(dtype, row, u, v);
+    for (int i = 0; i < kUnit; ++i) o[u * kUnit + i] = v[i];
   }
 }
 
@@ -162,13 +170,13 @@ gpuError_t gather_rows(const GatherRowsArgs& a, gpuStream_t s) {
   return gpuGetLastError();
 }
 
-bool embedding_reads(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+bool embedding_reads(DType t) { return is_plain_float(t) || is_block_type(t); }
 
 gpuError_t embedding(const EmbeddingArgs& a, gpuStream_t s) {
   if (a.n_tokens <= 0) return gpuSuccess;
-  if (!embedding_reads(a.table_dtype)) return gpuErrorInvalidValue;
-  const int dtype = a.table_dtype == DType::f32 ? 0 : a.table_dtype == DType::f16 ? 1 : 2;
-  embedding_kernel<<<grid_rows(a.n_tokens), kThreads, 0, s>>>(a.table, dtype, a.ids, a.out, a.n_tokens, a.dim);
+  if (!embedding_reads(a.table_dtype) || (is_block_type(a.table_dtype) && a.dim % kUnit != 0)) return gpuErrorInvalidValue;
+  embedding_kernel<<<grid_rows(a.n_tokens), kThreads, 0, s>>>(static_cast<const uint8_t*>(a.table), a.table_dtype,
+                                                             bytes_for(a.table_dtype, a.dim), a.ids, a.out, a.n_tokens, a.dim);
   return gpuGetLastError();
 }
 
