@@ -26,7 +26,8 @@
 // few ulp. A CPU emulation of this file (host expf/tanhf, warps of 32 and of
 // 64) measured relative errors of 0.5e-7 to 3e-7 over the conformance
 // suite's scenarios, against its bound of 1e-5; error grows slowly with the
-// context (f32 running sums over len / n_warps keys per warp). The order of
+// context (f32 running sums over len / n_warps keys per warp): about 1e-6
+// for a decode over 20000 keys. The order of
 // the sums depends only on the token's own context, so a token's result is
 // the same bits whatever else the step holds (batch invariant), though not
 // the reference's bits.
