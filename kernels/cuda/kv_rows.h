@@ -1,0 +1,19 @@
+#pragma once
+// The row copy into the KV pools behind kv_append (kernels/cuda/kv_append.cu),
+// shared with rope_kv_append (kernels/cuda/rope.cu), which writes the rotated
+// K rows itself and appends only V through it.
+#include <cstdint>
+
+#include "kernels/cuda/gpu_runtime.h"
+
+namespace tessera::gpu::kernels {
+
+// For every token t with 0 <= slot_mapping[t] < num_slots: pool rows
+// k_pool[slot] = k[t] and v_pool[slot] = v[t], rows of `row` floats. Either
+// pair may be null (k and k_pool, or v and v_pool) to copy only the other.
+// A slot outside the pool is skipped (the host refuses such steps; this only
+// keeps bad metadata from writing outside the pools). Queues one kernel.
+gpuError_t append_kv_rows(const float* k, float* k_pool, const float* v, float* v_pool, const int32_t* slot_mapping,
+                          int64_t n_tokens, int64_t row, int64_t num_slots, gpuStream_t s);
+
+}  // namespace tessera::gpu::kernels
