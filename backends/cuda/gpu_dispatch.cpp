@@ -83,6 +83,68 @@ Status GpuExecutable::launch(const BoundDispatch& d, const StepArgs& a, gpuStrea
       e.cols = m.n;
       return launched(k::elementwise(e, s), d);
     }
+    case OpKind::rope: {
+      float* x = f32(d.out[0]);
+      if (x != f32(d.in[0]) && rows > 0)
+        TS_GPU_TRY(gpuMemcpyAsync(x, f32(d.in[0]), (size_t)(rows * width) * 4, gpuMemcpyDeviceToDevice, s));
+      // The optional third input: a folded table [P, rot_dims/2, 2] or frequency factors [rot_dims/2].
+      const bool factors = d.in.size() == 3 && d.in[2].desc.shape.rank == 1;
+      const bool table = d.in.size() == 3 && !factors;
+      return launched(k::rope({x, i32(d.in[1]), rows, std::get<RopeParams>(params), table ? f32(d.in[2]) : nullptr,
+                               table ? d.in[2].desc.shape[0] : 0, factors ? f32(d.in[2]) : nullptr},
+                              s),
+                      d);
+    }
+    case OpKind::kv_append: {
+      kernels::KvAppendArgs kv;
+      kv.k = f32(d.in[0]);
+      kv.v = f32(d.in[1]);
+      kv.slot_mapping = i32(d.in[2]);
+      kv.n_tokens = a.n_tokens;
+      kv.k_pool = f32(d.in[3]);
+      kv.v_pool = f32(d.in[4]);
+      kv.num_slots = d.in[3].desc.shape[0];
+      kv.p = std::get<KvCacheParams>(params);
+      return launched(k::kv_append(kv, s), d);
+    }
+    case OpKind::rope_kv_append: {
+      kernels::RopeKvAppendArgs r;
+      r.q = f32(d.in[0]);
+      r.q_out = f32(d.out[0]);
+      r.k = f32(d.in[1]);
+      r.v = f32(d.in[2]);
+      r.k_rot = scratch;
+      r.positions = i32(d.in[3]);
+      r.slot_mapping = i32(d.in[4]);
+      r.n_tokens = a.n_tokens;
+      r.k_pool = f32(d.in[5]);
+      r.v_pool = f32(d.in[6]);
+      r.num_slots = d.in[5].desc.shape[0];
+      r.p = std::get<RopeKvAppendParams>(params);
+      if (d.in.size() == 8 && d.in[7].desc.shape.rank == 1) {
+        r.freq_factors = f32(d.in[7]);
+      } else if (d.in.size() == 8) {
+        r.table = f32(d.in[7]);
+        r.table_rows = d.in[7].desc.shape[0];
+      }
+      return launched(k::rope_kv_append(r, s), d);
+    }
+    case OpKind::paged_attention: {
+      kernels::AttentionArgs at;
+      at.q = f32(d.in[0]);
+      at.out = f32(d.out[0]);
+      at.n_tokens = a.n_tokens;
+      at.k_pool = f32(d.in[1]);
+      at.v_pool = f32(d.in[2]);
+      at.positions = i32(d.in[3]);
+      at.query_start = i32(d.in[4]);
+      at.seq_lens = i32(d.in[5]);
+      at.block_tables = i32(d.in[6]);
+      at.n_seqs = a.n_seqs;
+      at.max_blocks_per_seq = plan_.bucket.max_blocks_per_seq;
+      at.p = std::get<AttentionParams>(params);
+      return launched(k::paged_attention(at, s), d);
+    }
     case OpKind::embedding:
       // Token ids were checked against the table by check_step_args (StepLimits::vocab).
       return launched(k::embedding({d.in[0].data, d.in[0].desc.dtype, d.in[0].desc.shape[0], d.in[0].desc.shape[1], i32(d.in[1]),

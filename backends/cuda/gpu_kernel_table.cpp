@@ -1,6 +1,7 @@
 #include "backends/cuda/gpu_kernel_table.h"
 
 #include <string>
+#include <variant>
 
 #include "kernels/cuda/gpu_runtime.h"
 #include "kernels/cuda/launch.h"
@@ -32,6 +33,15 @@ KernelChoice GpuKernelTable::query(const OpQuery& q) const {
       return kernels::matmul_reads(q.weight_dtype)
                  ? yes("matmul_gemv / gemm_tiled_f32")
                  : no(std::string(name(q.op)) + " with " + std::string(name(q.weight_dtype)) + " weights has no " TESSERA_GPU_BACKEND " kernel");
+    case OpKind::rope:
+    case OpKind::rope_kv_append: return yes("rope_rows");  // plain, folded table and frequency factors alike
+    case OpKind::kv_append: return yes("kv_append");
+    case OpKind::paged_attention: {
+      const auto* p = std::get_if<AttentionParams>(&q.params);
+      if (p && (p->head_dim < 1 || p->head_dim > 256))
+        return no("paged_attention with head_dim " + std::to_string(p->head_dim) + " (the " TESSERA_GPU_BACKEND " kernel takes 1..256)");
+      return yes("paged_attention_online_softmax");
+    }
     case OpKind::rms_norm:
     case OpKind::head_rms_norm:
     case OpKind::add_rms_norm: return yes("rms_norm_rows");

@@ -4,7 +4,6 @@
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/kv_rows.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/cuda/launch_errors.h"
 
 namespace tessera::gpu::kernels {
 
@@ -30,7 +29,7 @@ __global__ void __launch_bounds__(kThreads)
 
 gpuError_t append_kv_rows(const float* k, float* k_pool, const float* v, float* v_pool, const int32_t* slot_mapping,
                           int64_t n_tokens, int64_t row, int64_t num_slots, gpuStream_t s) {
-  if (n_tokens < 0 || row < 0 || num_slots < 0) return kInvalidValue;
+  if (n_tokens < 0 || row < 0 || num_slots < 0) return gpuErrorInvalidValue;
   if (!k_pool) k = nullptr;
   if (!v_pool) v = nullptr;
   if (n_tokens == 0 || row == 0 || num_slots == 0 || (!k && !v)) return gpuSuccess;
@@ -41,7 +40,7 @@ gpuError_t append_kv_rows(const float* k, float* k_pool, const float* v, float* 
 
 gpuError_t kv_append(const KvAppendArgs& a, gpuStream_t s) {
   if (a.n_tokens == 0) return gpuSuccess;
-  if (a.p.n_kv_heads < 0 || a.p.head_dim < 0) return kInvalidValue;
+  if (a.p.n_kv_heads < 0 || a.p.head_dim < 0) return gpuErrorInvalidValue;
   const int64_t row = (int64_t)a.p.n_kv_heads * a.p.head_dim;
   return append_kv_rows(a.k, a.k_pool, a.v, a.v_pool, a.slot_mapping, a.n_tokens, row, a.num_slots, s);
 }

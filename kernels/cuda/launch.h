@@ -55,7 +55,7 @@ bool matmul_reads(DType w);
 gpuError_t split_silu_mul(const float* y, float* out, int64_t m, int64_t f, gpuStream_t s);
 gpuError_t split_qkv(const float* y, float* q, float* k, float* v, int64_t m, int64_t q_rows, int64_t kv_rows, gpuStream_t s);
 
-// kernels/cuda/attention.cu: RoPE (plain, folded table, frequency factors),
+// kernels/cuda/rope.cu, kv_append.cu, paged_attention.cu: RoPE (plain, folded table, frequency factors),
 // the KV append through the slot mapping, their fusion, and paged attention.
 gpuError_t rope(const RopeArgs& a, gpuStream_t s);
 gpuError_t kv_append(const KvAppendArgs& a, gpuStream_t s);

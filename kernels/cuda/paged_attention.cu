@@ -43,7 +43,6 @@
 
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/cuda/launch_errors.h"
 
 namespace tessera::gpu::kernels {
 
@@ -208,7 +207,7 @@ gpuError_t paged_attention(const AttentionArgs& a, gpuStream_t s) {
   const AttentionParams& p = a.p;
   if (a.n_tokens < 0 || a.n_seqs < 0 || a.max_blocks_per_seq < 0 || p.n_heads < 1 || p.n_kv_heads < 1 ||
       p.n_heads % p.n_kv_heads != 0 || p.head_dim < 1 || p.head_dim > kMaxHeadDim || p.block_size < 1)
-    return kInvalidValue;
+    return gpuErrorInvalidValue;
   Attention k;
   k.q = a.q;
   k.out = a.out;

@@ -27,7 +27,6 @@
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/kv_rows.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/cuda/launch_errors.h"
 
 namespace tessera::gpu::kernels {
 
@@ -164,7 +163,7 @@ gpuError_t launch(RopeRows r, gpuStream_t s) {
 gpuError_t rope(const RopeArgs& a, gpuStream_t s) {
   if (a.n_tokens == 0) return gpuSuccess;
   RopeRows r;
-  if (a.n_tokens < 0 || !rope_rows_for(a.p, a.p.n_heads, r)) return kInvalidValue;
+  if (a.n_tokens < 0 || !rope_rows_for(a.p, a.p.n_heads, r)) return gpuErrorInvalidValue;
   r.x = a.x;
   r.y = a.x;
   r.positions = a.positions;
@@ -187,7 +186,7 @@ gpuError_t rope_kv_append(const RopeKvAppendArgs& a, gpuStream_t s) {
   RopeRows k_rows, q_rows;
   if (a.n_tokens < 0 || kv.n_kv_heads < 0 || kv.head_dim != p.head_dim || !rope_rows_for(p, kv.n_kv_heads, k_rows) ||
       !rope_rows_for(p, p.n_heads, q_rows))
-    return kInvalidValue;
+    return gpuErrorInvalidValue;
   k_rows.positions = q_rows.positions = a.positions;
   k_rows.n_tokens = q_rows.n_tokens = a.n_tokens;
   k_rows.table = q_rows.table = a.table;
