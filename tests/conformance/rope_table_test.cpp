@@ -14,6 +14,7 @@
 #include "graph/parser.h"
 #include "graph/verifier.h"
 #include "hal_harness.h"
+#include "support/requirements.h"
 #include "support/rope_table_graph.h"
 
 namespace tessera::testing {
@@ -168,8 +169,8 @@ TEST_CASE("the CPU executable refuses a position past the folded table, and rota
   CHECK(got == want);
 }
 
-// Not a check: the timing the docs quote. Run with --no-skip -tc='*timing*'.
-TEST_CASE("timing: CPU rope from the table against on the fly" * doctest::skip()) {
+// Not a check: the timing the docs quote. Run with TESSERA_TIMING=1 -tc='*timing*'.
+TEST_CASE("timing: CPU rope from the table against on the fly" * needs(timing_cases())) {
   Rng rng(704);
   const RopeParams p{32, 128, 128, 10000.0f, RopeLayout::interleaved};
   const int32_t positions = 4096;

@@ -61,4 +61,14 @@ inline const Requirement& curl_tool() {
   return r;
 }
 
+// Cases that time rather than check (the figures docs/performance.md quotes):
+// run only with TESSERA_TIMING=1 (or doctest's --no-skip), reported Skipped otherwise.
+inline const Requirement& timing_cases() {
+  static const Requirement r = [] {
+    const char* v = std::getenv("TESSERA_TIMING");
+    return announce({"the timing cases", v && std::string(v) == "1" ? "" : "they time, not check: run with TESSERA_TIMING=1"});
+  }();
+  return r;
+}
+
 }  // namespace tessera::testing
