@@ -89,6 +89,35 @@ Status GpuStream::upload(Buffer& dst, uint64_t offset, std::span<const std::byte
   return Status::ok();
 }
 
+namespace {
+
+// A download's last leg, run by the runtime in stream order once the device
+// copy into the pinned slot is done: pinned slot to the caller's memory.
+struct HostCopy {
+  std::byte* dst;
+  const std::byte* src;
+  uint64_t bytes;
+};
+
+void run_host_copy(void* p) {
+  auto* c = static_cast<HostCopy*>(p);
+  std::memcpy(c->dst, c->src, c->bytes);
+  delete c;
+}
+
+#if defined(TESSERA_GPU_HIP)
+// ROCm 5.2 declares hipLaunchHostFunc but its library does not export it;
+// the older stream callback does the same in stream order.
+void host_copy_callback(hipStream_t, hipError_t, void* p) { run_host_copy(p); }
+gpuError_t queue_host_copy(gpuStream_t s, HostCopy* c) { return hipStreamAddCallback(s, host_copy_callback, c, 0); }
+constexpr const char* kQueueHostCopy = "hipStreamAddCallback";
+#else
+gpuError_t queue_host_copy(gpuStream_t s, HostCopy* c) { return cudaLaunchHostFunc(s, run_host_copy, c); }
+constexpr const char* kQueueHostCopy = "cudaLaunchHostFunc";
+#endif
+
+}  // namespace
+
 Status GpuStream::download(std::span<std::byte> dst, Buffer& src, uint64_t offset) {
   Status why;
   GpuBuffer* s = ours(src, "download source", why);
@@ -96,12 +125,24 @@ Status GpuStream::download(std::span<std::byte> dst, Buffer& src, uint64_t offse
   if (offset > s->size() || dst.size() > s->size() - offset)
     return out_of_range("download of " + std::to_string(dst.size()) + " bytes at offset " + std::to_string(offset) +
                         " overruns a buffer of " + std::to_string(s->size()));
-  if (dst.empty()) return Status::ok();
   TS_TRY(ctx_->make_current());
-  // Into pageable memory the runtime stages the copy itself and returns once
-  // it is done, after the stream's earlier work: stream order holds, at the
-  // cost of the host waiting here (docs/backends.md).
-  TS_GPU_TRY(gpuMemcpyAsync(dst.data(), s->data() + offset, dst.size(), gpuMemcpyDefault, stream_));
+  // Through the pinned ring, so that the call returns at once: the device
+  // copies into a slot, then a host function queued behind it copies the
+  // slot into `dst`; an event recorded after this call completes only once
+  // that has run (stream order covers host functions), as the HAL asks.
+  for (uint64_t done = 0; done < dst.size();) {
+    const uint64_t n = std::min<uint64_t>(kSlotBytes, dst.size() - done);
+    TS_ASSIGN_OR_RETURN(StagingSlot * slot, next_slot());
+    TS_GPU_TRY(gpuMemcpyAsync(slot->memory->data(), s->data() + offset + done, n, gpuMemcpyDefault, stream_));
+    auto* job = new HostCopy{dst.data() + done, slot->memory->data(), n};
+    if (const gpuError_t e = queue_host_copy(stream_, job); e != gpuSuccess) {
+      delete job;
+      return gpu_failed(kQueueHostCopy, e);
+    }
+    TS_GPU_TRY(gpuEventRecord(slot->copied, stream_));  // the slot is free again once the host copy has run
+    slot->pending = true;
+    done += n;
+  }
   return Status::ok();
 }
 

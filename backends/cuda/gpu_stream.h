@@ -1,8 +1,9 @@
 #pragma once
 // A CUDA/HIP stream behind the HAL's Stream, with its own ring of pinned
-// staging slots for uploads (the caller's bytes are taken before upload
-// returns, and the device copies them from pinned memory asynchronously),
-// and the events that order streams.
+// staging slots for uploads and downloads (an upload takes the caller's
+// bytes before it returns and the device copies them from pinned memory; a
+// download lands in a slot and a host function queued behind it copies it
+// out, so neither waits for the device), and the events that order streams.
 #include <array>
 #include <memory>
 
@@ -48,8 +49,8 @@ class GpuStream final : public Stream {
 
  private:
   explicit GpuStream(std::shared_ptr<GpuContext> ctx) : ctx_(std::move(ctx)) {}
-  // A pinned slot of the upload ring, free once its event (the copy out of
-  // it) has completed.
+  // A pinned slot of the ring, free once its event (recorded after the
+  // device copy out of it, or the host copy out of it) has completed.
   struct StagingSlot {
     std::unique_ptr<GpuBuffer> memory;
     gpuEvent_t copied = nullptr;
