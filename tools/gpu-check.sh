@@ -63,7 +63,9 @@ for b in benches:
     try:
         j = json.load(open(p))
         for d in j.get("devices", [j]):
-            shown = {k: v for k, v in d.items() if isinstance(v, (int, float, str)) and len(str(v)) < 40}
+            keys = ("device", "weight_type", "concurrency", "prefill_tok_s", "decode_tok_s", "aggregate_decode_tok_s",
+                    "ttft_ms", "tpot_ms", "read_GBps", "mbu")
+            shown = {k: d[k] for k in keys if k in d}
             print(f"{b:10} " + "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
     except Exception:
         print(f"{b:10} bench failed: {open(os.path.join(out, f'bench-{b}.err')).read().strip()[-300:]}")
