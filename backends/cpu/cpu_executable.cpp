@@ -16,15 +16,6 @@ namespace k = kernels::cpu;
 
 namespace {
 
-int64_t rows_of(const BoundTensor& t, const StepArgs& a) {
-  switch (t.rows) {
-    case RowCount::fixed: return t.desc.shape[0];
-    case RowCount::tokens: return a.n_tokens;
-    case RowCount::logit_rows: return a.n_logit_rows;
-  }
-  return 0;
-}
-
 // Where a fused matmul's full product starts in the scratch buffer: after the
 // quantized activations, cache-line aligned.
 size_t fused_product_offset(size_t workspace_bytes) { return (workspace_bytes + 63) / 64 * 64; }
@@ -159,25 +150,16 @@ CpuExecutable::~CpuExecutable() {
                    op_ns_[(size_t)i] / 1e6 / (double)steps_, 100 * op_ns_[(size_t)i] / total, (unsigned long long)op_calls_[(size_t)i]);
 }
 
-// x = in[0], w = in[1], y = out[0]: how every matmul-rooted dispatch binds its matmul.
+// The shared binding (backends/bound_dispatch.h), with this executable's scratch as the workspace.
 kernels::MatmulArgs CpuExecutable::matmul_args(const BoundDispatch& d, int64_t rows) const {
-  kernels::MatmulArgs m;
-  m.x = reinterpret_cast<const float*>(d.in[0].data);
-  m.w = d.in[1].data;
-  m.w_dtype = d.in[1].desc.dtype;
-  m.w_layout = d.source->inputs[1].layout;
-  m.y = reinterpret_cast<float*>(d.out[0].data);
-  m.m = rows;
-  m.n = d.in[1].desc.shape[0];
-  m.k = d.in[1].desc.shape[1];
+  kernels::MatmulArgs m = bound_matmul_args(d, rows);
   m.workspace = scratch_->host_data();
-  m.tile = d.source->tile;
   return m;
 }
 
 Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
-  auto f32 = [](const BoundTensor& t) { return reinterpret_cast<float*>(t.data); };
-  auto i32 = [](const BoundTensor& t) { return reinterpret_cast<int32_t*>(t.data); };
+  const auto f32 = bound_f32;
+  const auto i32 = bound_i32;
   const int64_t rows = d.out.empty() ? 0 : rows_of(d.out[0], a);
   switch (d.op) {
     case OpKind::embedding: {
@@ -229,67 +211,22 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
       return Status::ok();
     }
     case OpKind::rope_kv_append: {
-      kernels::RopeKvAppendArgs r;
-      r.q = f32(d.in[0]);
-      r.q_out = f32(d.out[0]);
-      r.k = f32(d.in[1]);
-      r.v = f32(d.in[2]);
+      kernels::RopeKvAppendArgs r = bound_rope_kv_append_args(d, a);
       r.k_rot = reinterpret_cast<float*>(scratch_->host_data());
-      r.positions = i32(d.in[3]);
-      r.slot_mapping = i32(d.in[4]);
-      r.n_tokens = a.n_tokens;
-      r.k_pool = f32(d.in[5]);
-      r.v_pool = f32(d.in[6]);
-      r.num_slots = d.in[5].desc.shape[0];
-      r.p = std::get<RopeKvAppendParams>(d.params);
-      // The optional eighth input: a folded table [P, rot_dims/2, 2] or frequency factors [rot_dims/2].
-      if (d.in.size() == 8 && d.in[7].desc.shape.rank == 1) {
-        r.freq_factors = f32(d.in[7]);
-      } else if (d.in.size() == 8) {
-        r.table = f32(d.in[7]);
-        r.table_rows = d.in[7].desc.shape[0];
-      }
       k::rope_kv_append(r, pool_);
       return Status::ok();
     }
     case OpKind::rope: {
       float* x = f32(d.out[0]);
       if (x != f32(d.in[0])) std::memcpy(x, f32(d.in[0]), (size_t)(rows * d.in[0].desc.shape.last()) * 4);
-      // The optional third input: a folded table [P, rot_dims/2, 2] or frequency factors [rot_dims/2].
-      const bool factors = d.in.size() == 3 && d.in[2].desc.shape.rank == 1;
-      const bool table = d.in.size() == 3 && !factors;
-      k::rope({x, i32(d.in[1]), rows, std::get<RopeParams>(d.params), table ? f32(d.in[2]) : nullptr,
-               table ? d.in[2].desc.shape[0] : 0, factors ? f32(d.in[2]) : nullptr},
-              pool_);
+      k::rope(bound_rope_args(d, rows), pool_);
       return Status::ok();
     }
-    case OpKind::kv_append: {
-      kernels::KvAppendArgs kv;
-      kv.k = f32(d.in[0]);
-      kv.v = f32(d.in[1]);
-      kv.slot_mapping = i32(d.in[2]);
-      kv.n_tokens = a.n_tokens;
-      kv.k_pool = f32(d.in[3]);
-      kv.v_pool = f32(d.in[4]);
-      kv.num_slots = d.in[3].desc.shape[0];
-      kv.p = std::get<KvCacheParams>(d.params);
-      k::kv_append(kv, pool_);
+    case OpKind::kv_append:
+      k::kv_append(bound_kv_append_args(d, a), pool_);
       return Status::ok();
-    }
     case OpKind::paged_attention: {
-      kernels::AttentionArgs at;
-      at.q = f32(d.in[0]);
-      at.out = f32(d.out[0]);
-      at.n_tokens = a.n_tokens;
-      at.k_pool = f32(d.in[1]);
-      at.v_pool = f32(d.in[2]);
-      at.positions = i32(d.in[3]);
-      at.query_start = i32(d.in[4]);
-      at.seq_lens = i32(d.in[5]);
-      at.block_tables = i32(d.in[6]);
-      at.n_seqs = a.n_seqs;
-      at.max_blocks_per_seq = plan_.bucket.max_blocks_per_seq;
-      at.p = std::get<AttentionParams>(d.params);
+      kernels::AttentionArgs at = bound_attention_args(d, a, plan_.bucket.max_blocks_per_seq);
       at.workspace = scratch_->host_data();
       k::paged_attention(at, pool_);
       return Status::ok();
@@ -329,18 +266,9 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
     case OpKind::bias_add:
       k::bias_add({f32(d.in[0]), f32(d.in[1]), f32(d.out[0]), rows, d.in[0].desc.shape.last()}, pool_);
       return Status::ok();
-    case OpKind::elementwise: {
-      kernels::ElementwiseArgs e;
-      e.program = &std::get<ElementwiseProgram>(d.params);
-      for (size_t i = 0; i < d.in.size(); ++i) e.inputs[i] = f32(d.in[i]);
-      e.out = f32(d.out[0]);
-      // A 1-D output is one row; otherwise rows of its last dimension.
-      const bool one_row = d.out[0].desc.shape.rank == 1;
-      e.rows = one_row ? 1 : rows;
-      e.cols = one_row ? rows : d.out[0].desc.shape.last();
-      k::elementwise(e, pool_);
+    case OpKind::elementwise:
+      k::elementwise(bound_elementwise_args(d, rows), pool_);
       return Status::ok();
-    }
     case OpKind::matmul_epilogue: {
       kernels::MatmulEpilogueArgs e{matmul_args(d, rows), {}};
       e.epilogue.program = &std::get<ElementwiseProgram>(d.params);
@@ -357,17 +285,9 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
     case OpKind::argmax:
       k::argmax({f32(d.in[0]), i32(d.out[0]), rows, d.in[0].desc.shape.last()}, pool_);
       return Status::ok();
-    case OpKind::gather_rows: {
-      kernels::GatherRowsArgs g;
-      g.x = d.in[0].data;
-      g.rows = i32(d.in[1]);
-      g.out = d.out[0].data;
-      g.n_rows = rows;
-      g.n_src_rows = rows_of(d.in[0], a);
-      g.row_bytes = d.in[0].desc.row_bytes();
-      k::gather_rows(g, pool_);
+    case OpKind::gather_rows:
+      k::gather_rows(bound_gather_rows_args(d, a, rows), pool_);
       return Status::ok();
-    }
     case OpKind::copy:
       // Placement's copies between devices are moved by the runtime; this runs only in a graph on the CPU alone.
       std::memmove(d.out[0].data, d.in[0].data, (size_t)(rows * d.in[0].desc.row_bytes()));

@@ -6,25 +6,13 @@
 #include <memory>
 #include <vector>
 
+#include "backends/bound_dispatch.h"
 #include "backends/cpu/cpu_buffer.h"
 #include "core/hal/stream.h"
 #include "core/parallel.h"
 #include "kernels/kernel_args.h"
 
 namespace tessera::cpu {
-
-struct BoundTensor {
-  std::byte* data = nullptr;
-  TensorDesc desc;
-  RowCount rows = RowCount::fixed;
-};
-
-struct BoundDispatch {
-  OpKind op;
-  OpParams params;
-  std::vector<BoundTensor> in, out;
-  const Dispatch* source = nullptr;
-};
 
 class CpuExecutable final : public Executable {
  public:

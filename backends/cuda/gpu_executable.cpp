@@ -68,18 +68,15 @@ Status GpuExecutable::bind_dispatches() {
     OpQuery q{d.op, DType::f32, d.inputs.size() > 1 ? d.inputs[1].desc.dtype : DType::f32};
     if (d.op == OpKind::embedding) q.weight_dtype = d.inputs[0].desc.dtype;
     q.params = d.params;
-    q.rope_table = (d.op == OpKind::rope && d.inputs.size() == 3 && d.inputs[2].desc.shape.rank != 1) ||
-                   (d.op == OpKind::rope_kv_append && d.inputs.size() == 8 && d.inputs[7].desc.shape.rank != 1);
-    q.rope_freq_factors = (d.op == OpKind::rope && d.inputs.size() == 3 && d.inputs[2].desc.shape.rank == 1) ||
-                          (d.op == OpKind::rope_kv_append && d.inputs.size() == 8 && d.inputs[7].desc.shape.rank == 1);
+    q.rope_table = rope_extra(d.op, d.inputs) == RopeExtra::table;
+    q.rope_freq_factors = rope_extra(d.op, d.inputs) == RopeExtra::factors;
     const KernelChoice k = table.query(q);
     if (!k.supported) return unsupported(std::string(TESSERA_GPU_BACKEND ": ") + d.label + ": " + k.reason);
     for (size_t i = 0; i < d.inputs.size(); ++i)
       if (d.inputs[i].layout != WeightLayout::rows)
         return unsupported(std::string(TESSERA_GPU_BACKEND ": ") + d.label + ": input " + std::to_string(i) + " has layout=" +
                            std::string(name(d.inputs[i].layout)) + "; this backend reads the standard row layout only");
-    BoundDispatch bd;
-    bd.source = &d;
+    BoundDispatch bd{d.op, d.params, {}, {}, &d};
     auto bind = [&](const PlanTensor& t) { return BoundTensor{buffers_[t.buffer]->data() + t.offset, t.desc, t.rows}; };
     for (const auto& t : d.inputs) bd.in.push_back(bind(t));
     for (const auto& t : d.outputs) bd.out.push_back(bind(t));

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/bound_dispatch.h"
 #include "backends/cuda/gpu_buffer.h"
 #include "core/hal/step_check.h"
 #include "core/hal/stream.h"
@@ -15,17 +16,6 @@ namespace tessera::gpu {
 
 class GpuStream;
 
-// A plan tensor at its device address.
-struct BoundTensor {
-  std::byte* data = nullptr;
-  TensorDesc desc;
-  RowCount rows = RowCount::fixed;
-};
-
-struct BoundDispatch {
-  const Dispatch* source = nullptr;
-  std::vector<BoundTensor> in, out;
-};
 
 class GpuExecutable final : public Executable {
  public:

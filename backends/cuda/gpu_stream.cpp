@@ -61,12 +61,22 @@ GpuBuffer* GpuStream::ours(Buffer& b, const char* what, Status& why) {
   return g;
 }
 
-Expected<GpuStream::StagingSlot*> GpuStream::next_slot() {
-  StagingSlot& slot = ring_[(size_t)next_];
-  next_ = (next_ + 1) % kSlots;
-  if (slot.pending) TS_GPU_TRY(gpuEventSynchronize(slot.copied));
-  slot.pending = false;
-  return &slot;
+// Each piece of up to a slot: the next slot once its last use is done, the
+// leg's copies into or out of it queued, then the event that frees it again.
+template <typename Leg>
+Status GpuStream::through_ring(uint64_t bytes, Leg&& leg) {
+  for (uint64_t done = 0; done < bytes;) {
+    const uint64_t n = std::min<uint64_t>(kSlotBytes, bytes - done);
+    StagingSlot& slot = ring_[(size_t)next_];
+    next_ = (next_ + 1) % kSlots;
+    if (slot.pending) TS_GPU_TRY(gpuEventSynchronize(slot.copied));
+    slot.pending = false;
+    TS_TRY(leg(slot.memory->data(), done, n));
+    TS_GPU_TRY(gpuEventRecord(slot.copied, stream_));
+    slot.pending = true;
+    done += n;
+  }
+  return Status::ok();
 }
 
 Status GpuStream::upload(Buffer& dst, uint64_t offset, std::span<const std::byte> src) {
@@ -77,16 +87,11 @@ Status GpuStream::upload(Buffer& dst, uint64_t offset, std::span<const std::byte
     return out_of_range("upload of " + std::to_string(src.size()) + " bytes at offset " + std::to_string(offset) +
                         " overruns a buffer of " + std::to_string(d->size()));
   TS_TRY(ctx_->make_current());
-  for (uint64_t done = 0; done < src.size();) {
-    const uint64_t n = std::min<uint64_t>(kSlotBytes, src.size() - done);
-    TS_ASSIGN_OR_RETURN(StagingSlot * slot, next_slot());
-    std::memcpy(slot->memory->data(), src.data() + done, n);
-    TS_GPU_TRY(gpuMemcpyAsync(d->data() + offset + done, slot->memory->data(), n, gpuMemcpyDefault, stream_));
-    TS_GPU_TRY(gpuEventRecord(slot->copied, stream_));
-    slot->pending = true;
-    done += n;
-  }
-  return Status::ok();
+  return through_ring(src.size(), [&](std::byte* slot, uint64_t done, uint64_t n) -> Status {
+    std::memcpy(slot, src.data() + done, n);
+    TS_GPU_TRY(gpuMemcpyAsync(d->data() + offset + done, slot, n, gpuMemcpyDefault, stream_));
+    return Status::ok();
+  });
 }
 
 namespace {
@@ -130,20 +135,15 @@ Status GpuStream::download(std::span<std::byte> dst, Buffer& src, uint64_t offse
   // copies into a slot, then a host function queued behind it copies the
   // slot into `dst`; an event recorded after this call completes only once
   // that has run (stream order covers host functions), as the HAL asks.
-  for (uint64_t done = 0; done < dst.size();) {
-    const uint64_t n = std::min<uint64_t>(kSlotBytes, dst.size() - done);
-    TS_ASSIGN_OR_RETURN(StagingSlot * slot, next_slot());
-    TS_GPU_TRY(gpuMemcpyAsync(slot->memory->data(), s->data() + offset + done, n, gpuMemcpyDefault, stream_));
-    auto* job = new HostCopy{dst.data() + done, slot->memory->data(), n};
+  return through_ring(dst.size(), [&](std::byte* slot, uint64_t done, uint64_t n) -> Status {
+    TS_GPU_TRY(gpuMemcpyAsync(slot, s->data() + offset + done, n, gpuMemcpyDefault, stream_));
+    auto* job = new HostCopy{dst.data() + done, slot, n};
     if (const gpuError_t e = queue_host_copy(stream_, job); e != gpuSuccess) {
       delete job;
       return gpu_failed(kQueueHostCopy, e);
     }
-    TS_GPU_TRY(gpuEventRecord(slot->copied, stream_));  // the slot is free again once the host copy has run
-    slot->pending = true;
-    done += n;
-  }
-  return Status::ok();
+    return Status::ok();  // the slot is free again once the host copy has run
+  });
 }
 
 Status GpuStream::copy(Buffer& src, uint64_t src_offset, Buffer& dst, uint64_t dst_offset, uint64_t bytes) {

@@ -58,7 +58,9 @@ class GpuStream final : public Stream {
   };
   static constexpr int kSlots = 4;
   static constexpr uint64_t kSlotBytes = uint64_t{4} << 20;
-  Expected<StagingSlot*> next_slot();
+  // Moves `bytes` through the ring a slot at a time; leg(slot, done, n) queues one piece's copies.
+  template <typename Leg>
+  Status through_ring(uint64_t bytes, Leg&& leg);
   GpuBuffer* ours(Buffer& b, const char* what, Status& why);
 
   std::shared_ptr<GpuContext> ctx_;

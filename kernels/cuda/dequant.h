@@ -210,16 +210,25 @@ __device__ __forceinline__ void q3_K(const uint8_t* blk, int j, float (&v)[kUnit
   }
 }
 
-// q4_K: units 2c and 2c + 1 share the 32 bytes of qs at 32c, the even one in
-// the low nibbles; one 6-bit scale and min per unit.
-__device__ __forceinline__ void q4_K(const uint8_t* blk, int j, float (&v)[kUnit]) {
-  TS_NO_FP_CONTRACT
+// q4_K's and q5_K's unit j: d · scale and dmin · min from the block's
+// header (d, dmin, then 12 bytes of 6-bit scales and mins).
+__device__ __forceinline__ void k4_unit_scale(const uint8_t* blk, int j, float& d1, float& m1) {
+  TS_NO_FP_CONTRACT  // m1 is subtracted from a rounded product in the caller: never fused into it
   const float d = f16_at(blk), dmin = f16_at(blk + 2);
   uint32_t s[3];
   load_words<12>(blk + 4, s);
   uint32_t sc, mn;
   k4_scale_min(s, j, sc, mn);
-  const float d1 = d * (float)sc, m1 = dmin * (float)mn;
+  d1 = d * (float)sc;
+  m1 = dmin * (float)mn;
+}
+
+// q4_K: units 2c and 2c + 1 share the 32 bytes of qs at 32c, the even one in
+// the low nibbles; one 6-bit scale and min per unit.
+__device__ __forceinline__ void q4_K(const uint8_t* blk, int j, float (&v)[kUnit]) {
+  TS_NO_FP_CONTRACT
+  float d1, m1;
+  k4_unit_scale(blk, j, d1, m1);
   uint32_t q[8];
   load_words<32>(blk + 16 + 32 * (j >> 1), q);
   const int shift = 4 * (j & 1);
@@ -230,12 +239,8 @@ __device__ __forceinline__ void q4_K(const uint8_t* blk, int j, float (&v)[kUnit
 // q5_K: q4_K's nibbles (qs at byte 48) plus a fifth bit, bit j of qh[i] (qh at byte 16).
 __device__ __forceinline__ void q5_K(const uint8_t* blk, int j, float (&v)[kUnit]) {
   TS_NO_FP_CONTRACT
-  const float d = f16_at(blk), dmin = f16_at(blk + 2);
-  uint32_t s[3];
-  load_words<12>(blk + 4, s);
-  uint32_t sc, mn;
-  k4_scale_min(s, j, sc, mn);
-  const float d1 = d * (float)sc, m1 = dmin * (float)mn;
+  float d1, m1;
+  k4_unit_scale(blk, j, d1, m1);
   uint32_t q[8], h[8];
   load_words<32>(blk + 48 + 32 * (j >> 1), q);
   load_words<32>(blk + 16, h);
