@@ -99,6 +99,10 @@ struct RopeTableParams {
 
 // Paged KV: a pool holds num_blocks * block_size token slots, each
 // n_kv_heads * head_dim values. slot = block_id * block_size + offset.
+// A slot mapping entry that writes no KV row: a token that pads a step to
+// its bucket (core/hal/step_padding.h), as vLLM's PAD_SLOT_ID.
+inline constexpr int32_t kNoSlot = -1;
+
 struct KvCacheParams {
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;

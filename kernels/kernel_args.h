@@ -92,7 +92,9 @@ struct RopeTableArgs {
 struct KvAppendArgs {
   const float* k = nullptr;  // [n_tokens, n_kv_heads * head_dim]
   const float* v = nullptr;
-  const int32_t* slot_mapping = nullptr;  // [n_tokens], each in [0, num_slots)
+  // [n_tokens], each in [0, num_slots), or kNoSlot: the token is not written
+  // (a token that pads a step to its bucket, core/hal/step_padding.h).
+  const int32_t* slot_mapping = nullptr;
   int64_t n_tokens = 0;
   float* k_pool = nullptr;
   float* v_pool = nullptr;

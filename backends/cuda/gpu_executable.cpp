@@ -1,6 +1,8 @@
 #include "backends/cuda/gpu_executable.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "backends/cuda/gpu_kernel_table.h"
 #include "backends/cuda/gpu_status.h"
@@ -12,12 +14,18 @@ namespace {
 
 constexpr uint64_t kStepAlign = 256;  // each step array starts where any kernel may read it vectorized
 
+bool graphs_enabled() {
+  const char* v = std::getenv("TESSERA_GPU_GRAPHS");
+  return !(v && std::string_view(v) == "0");
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<GpuExecutable>> GpuExecutable::create(std::shared_ptr<GpuContext> ctx, const Plan& plan,
                                                                std::span<Buffer* const> bound) {
   std::unique_ptr<GpuExecutable> exe(new GpuExecutable(std::move(ctx), plan));
   exe->limits_ = step_limits(plan);
+  exe->use_graphs_ = plan.bucket.max_tokens <= kGraphMaxTokens && graphs_enabled();
   TS_TRY(exe->bind_buffers(bound));
   TS_TRY(exe->bind_dispatches());
   return exe;
@@ -94,19 +102,69 @@ Status GpuExecutable::bind_dispatches() {
   return Status::ok();
 }
 
-Status GpuExecutable::run(const StepArgs& args, GpuStream& stream) {
-  TS_TRY(check_step_args(plan_.bucket, limits_, args));
+GpuExecutable::~GpuExecutable() {
+  (void)ctx_->make_current();
+  for (Graph& g : graphs_) (void)gpuGraphExecDestroy(g.exec);
+}
+
+Status GpuExecutable::upload_step(const StepArgs& a, GpuStream& stream) {
   uint64_t used = 0;
   for (size_t i = 0; i < plan_.buffers.size(); ++i) {
     const PlanBuffer& pb = plan_.buffers[i];
     if (pb.role != BufferRole::step_input) continue;
-    const int32_t* src = step_field_data(args, pb.field);
-    const uint64_t bytes = (uint64_t)step_field_count(args, pb.field, plan_.bucket) * sizeof(int32_t);
+    const int32_t* src = step_field_data(a, pb.field);
+    const uint64_t bytes = (uint64_t)step_field_count(a, pb.field, plan_.bucket) * sizeof(int32_t);
     if (src && bytes > 0) std::memcpy(packed_.data() + field_offsets_[i], src, std::min(bytes, pb.bytes));
     used = std::max(used, field_offsets_[i] + pb.bytes);
   }
-  if (used > 0) TS_TRY(stream.upload(*step_block_, 0, std::span<const std::byte>(packed_.data(), used)));
-  for (const BoundDispatch& d : dispatches_) TS_TRY(launch(d, args, stream.handle()));
+  if (used == 0) return Status::ok();
+  return stream.upload(*step_block_, 0, std::span<const std::byte>(packed_.data(), used));
+}
+
+Status GpuExecutable::launch_all(const StepArgs& a, gpuStream_t stream) const {
+  for (const BoundDispatch& d : dispatches_) TS_TRY(launch(d, a, stream));
+  return Status::ok();
+}
+
+Expected<gpuGraphExec_t> GpuExecutable::graph_for(const StepArgs& a) {
+  for (const Graph& g : graphs_)
+    if (g.logit_rows == a.n_logit_rows) return g.exec;
+  // Captured on a stream of its own, thread-local mode, so that no other
+  // thread's work on the device lands in the graph: the kernels are recorded,
+  // not run. Every pointer they take (weights, pools, arena, step block,
+  // scratch) is fixed for the executable's life.
+  gpuStream_t capture = nullptr;
+  TS_GPU_TRY(gpuStreamCreateWithFlags(&capture, gpuStreamNonBlocking));
+  Status launched = Status::ok();
+  gpuGraph_t graph = nullptr;
+  gpuError_t e = gpuStreamBeginCapture(capture, gpuStreamCaptureModeThreadLocal);
+  if (e == gpuSuccess) {
+    launched = launch_all(a, capture);
+    e = gpuStreamEndCapture(capture, &graph);  // ends the capture even after a failed launch
+  }
+  (void)gpuStreamDestroy(capture);
+  gpuGraphExec_t exec = nullptr;
+  if (launched.is_ok() && e == gpuSuccess) e = gpuGraphInstantiate(&exec, graph);  // the exec holds its own copy
+  if (graph) (void)gpuGraphDestroy(graph);
+  if (!launched.is_ok()) return launched;
+  if (e != gpuSuccess) return gpu_failed("capturing and instantiating a step's graph", e);
+  graphs_.push_back({a.n_logit_rows, exec});
+  return exec;
+}
+
+Status GpuExecutable::run(const StepArgs& args, GpuStream& stream) {
+  TS_TRY(check_step_args(plan_.bucket, limits_, args));
+  if (!use_graphs_) {
+    TS_TRY(upload_step(args, stream));
+    return launch_all(args, stream.handle());
+  }
+  int32_t logit_rows = args.n_logit_rows > 0 ? 1 : 0;
+  while (logit_rows < args.n_logit_rows) logit_rows *= 2;
+  pad_step(args, plan_.bucket, std::min(logit_rows, plan_.bucket.max_logit_rows), padded_);
+  const StepArgs padded = padded_.args();
+  TS_ASSIGN_OR_RETURN(gpuGraphExec_t graph, graph_for(padded));
+  TS_TRY(upload_step(padded, stream));
+  TS_GPU_TRY(gpuGraphLaunch(graph, stream.handle()));
   return Status::ok();
 }
 

@@ -2,10 +2,21 @@
 // A Plan compiled for one GPU: bound buffers checked, the arena and the step
 // block allocated, every dispatch resolved to a kernel. The step's arrays
 // (token ids, positions, slot mapping, query starts, lengths, block tables,
-// logit rows) are packed into one host block and uploaded in one copy, then
-// the dispatches are queued on the stream.
+// logit rows) are packed into one host block and uploaded in one copy; then
+// the dispatches run, as a CUDA/HIP graph or launched one by one.
+//
+// Graphs: a bucket of at most kGraphMaxTokens tokens runs every step as one
+// graph launch. Its dispatches are captured once, with the bucket's full
+// counts (the step padded to them, core/hal/step_padding.h), so that one
+// graph serves every step of the bucket: per logit-row count rounded up to a
+// power of two, each captured on its first step (a decode bucket has one).
+// Larger buckets (prefill) launch their dispatches with the step's own
+// counts: there a launch's cost is small beside its kernel's, and padding
+// would cost up to twice the work. TESSERA_GPU_GRAPHS=0 turns graphs off.
 #include <memory>
 #include <vector>
+
+#include "core/hal/step_padding.h"
 
 #include "backends/bound_dispatch.h"
 #include "backends/cuda/gpu_buffer.h"
@@ -16,11 +27,14 @@ namespace tessera::gpu {
 
 class GpuStream;
 
+// The largest token bucket that runs as a graph (vLLM's default capture limit).
+inline constexpr int32_t kGraphMaxTokens = 512;
 
 class GpuExecutable final : public Executable {
  public:
   static Expected<std::unique_ptr<GpuExecutable>> create(std::shared_ptr<GpuContext> ctx, const Plan& plan,
                                                          std::span<Buffer* const> bound);
+  ~GpuExecutable() override;
   const Plan& plan() const override { return plan_; }
   Buffer& buffer(uint32_t id) override { return *buffers_[id]; }
 
@@ -34,6 +48,11 @@ class GpuExecutable final : public Executable {
   Status bind_dispatches();
   // Queues one dispatch's kernels (backends/cuda/gpu_dispatch.cpp).
   Status launch(const BoundDispatch& d, const StepArgs& a, gpuStream_t stream) const;
+  Status launch_all(const StepArgs& a, gpuStream_t stream) const;
+  // Packs the step's arrays into packed_ and uploads them in one copy.
+  Status upload_step(const StepArgs& a, GpuStream& stream);
+  // The graph for steps padded to `a`'s counts, captured on first use.
+  Expected<gpuGraphExec_t> graph_for(const StepArgs& a);
 
   std::shared_ptr<GpuContext> ctx_;
   Plan plan_;
@@ -45,6 +64,14 @@ class GpuExecutable final : public Executable {
   std::vector<std::byte> packed_;        // the host side of one step's block
   std::vector<BoundDispatch> dispatches_;
   std::unique_ptr<GpuBuffer> scratch_;   // fused matmuls' products, rotated K
+
+  struct Graph {
+    int32_t logit_rows = 0;
+    gpuGraphExec_t exec = nullptr;
+  };
+  bool use_graphs_ = false;
+  std::vector<Graph> graphs_;
+  PaddedStep padded_;
 };
 
 }  // namespace tessera::gpu

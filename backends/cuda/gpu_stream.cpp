@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 #include "backends/cuda/gpu_executable.h"
 #include "backends/cuda/gpu_status.h"
+#include "kernels/cuda/launch.h"
 
 namespace tessera::gpu {
 
@@ -159,20 +161,68 @@ Status GpuStream::copy(Buffer& src, uint64_t src_offset, Buffer& dst, uint64_t d
   return Status::ok();
 }
 
+namespace {
+
+// Whether the copies may run at once: no buffer written by two pools or
+// written by one and read by another; within a pool, no block both read and
+// written (when source and destination are one buffer), none written twice.
+bool copies_independent(std::span<const KvPoolCopy> pools, std::span<const BlockCopy> blocks) {
+  for (size_t i = 0; i < pools.size(); ++i)
+    for (size_t j = 0; j < pools.size(); ++j)
+      if (i != j && (pools[i].dst == pools[j].dst || pools[i].dst == pools[j].src)) return false;
+  std::unordered_set<int32_t> written, read;
+  for (const BlockCopy& b : blocks) {
+    if (!written.insert(b.dst).second) return false;
+    read.insert(b.src);
+  }
+  for (const KvPoolCopy& p : pools) {
+    if (p.src != p.dst) continue;
+    for (const BlockCopy& b : blocks)
+      if (read.count(b.dst)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Status GpuStream::copy_blocks(std::span<const KvPoolCopy> pools, std::span<const BlockCopy> blocks) {
   TS_TRY(check_block_copies(pools, blocks));
   Status why;
   for (const KvPoolCopy& p : pools) {
     if (!ours(*p.src, "block copy source pool", why) || !ours(*p.dst, "block copy destination pool", why)) return why;
   }
+  if (pools.empty() || blocks.empty()) return Status::ok();
   TS_TRY(ctx_->make_current());
-  for (const KvPoolCopy& p : pools) {
-    std::byte* from = gpu_buffer(*p.src)->data();
-    std::byte* to = gpu_buffer(*p.dst)->data();
-    for (const BlockCopy& b : blocks)
-      TS_GPU_TRY(gpuMemcpyAsync(to + (uint64_t)b.dst * p.block_bytes, from + (uint64_t)b.src * p.block_bytes, p.block_bytes,
-                                gpuMemcpyDefault, stream_));
+  if (!copies_independent(pools, blocks)) {
+    // Copies that depend on one another run in the order given, as on every backend.
+    for (const KvPoolCopy& p : pools) {
+      std::byte* from = gpu_buffer(*p.src)->data();
+      std::byte* to = gpu_buffer(*p.dst)->data();
+      for (const BlockCopy& b : blocks)
+        TS_GPU_TRY(gpuMemcpyAsync(to + (uint64_t)b.dst * p.block_bytes, from + (uint64_t)b.src * p.block_bytes,
+                                  p.block_bytes, gpuMemcpyDefault, stream_));
+    }
+    return Status::ok();
   }
+  // One kernel for every pool: the pools' addresses and the block pairs
+  // uploaded in one copy (stream order keeps the next call's upload behind
+  // this kernel's reads), then one launch.
+  using kernels::PoolBlockCopy;
+  const uint64_t pool_bytes = pools.size() * sizeof(PoolBlockCopy);
+  const uint64_t bytes = pool_bytes + blocks.size() * 2 * sizeof(int32_t);
+  copy_list_host_.resize(bytes);
+  auto* list = reinterpret_cast<PoolBlockCopy*>(copy_list_host_.data());
+  for (size_t i = 0; i < pools.size(); ++i)
+    list[i] = {gpu_buffer(*pools[i].src)->data(), gpu_buffer(*pools[i].dst)->data(), pools[i].block_bytes};
+  auto* pairs = reinterpret_cast<int32_t*>(copy_list_host_.data() + pool_bytes);
+  for (size_t i = 0; i < blocks.size(); ++i) pairs[2 * i] = blocks[i].src, pairs[2 * i + 1] = blocks[i].dst;
+  if (!copy_list_ || copy_list_->size() < bytes) {
+    TS_ASSIGN_OR_RETURN(copy_list_, GpuBuffer::create(ctx_, std::max<uint64_t>(bytes, 4096), MemoryUse::activations));
+  }
+  TS_TRY(upload(*copy_list_, 0, copy_list_host_));
+  const kernels::CopyBlocksArgs a{reinterpret_cast<const PoolBlockCopy*>(copy_list_->data()), (int32_t)pools.size(),
+                                  reinterpret_cast<const int32_t*>(copy_list_->data() + pool_bytes), (int32_t)blocks.size()};
+  if (const gpuError_t e = kernels::copy_blocks(a, stream_); e != gpuSuccess) return gpu_failed("copy_blocks kernel launch", e);
   return Status::ok();
 }
 

@@ -6,6 +6,7 @@
 // out, so neither waits for the device), and the events that order streams.
 #include <array>
 #include <memory>
+#include <vector>
 
 #include "backends/cuda/gpu_buffer.h"
 #include "core/hal/event.h"
@@ -67,6 +68,9 @@ class GpuStream final : public Stream {
   gpuStream_t stream_ = nullptr;
   std::array<StagingSlot, kSlots> ring_;
   int next_ = 0;
+  // copy_blocks' list of pools and block pairs: built here, read by its kernel there.
+  std::vector<std::byte> copy_list_host_;
+  std::unique_ptr<GpuBuffer> copy_list_;
 };
 
 }  // namespace tessera::gpu

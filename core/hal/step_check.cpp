@@ -76,8 +76,10 @@ Status check_step_args(const ShapeBucket& b, const StepLimits& lim, const StepAr
   for (int32_t i = 0; i < a.n_logit_rows; ++i)
     if (a.logit_rows[i] < 0 || a.logit_rows[i] >= a.n_tokens)
       return invalid_argument("step: logit_rows[" + std::to_string(i) + "] is not a token of the step");
-  if (a.query_start[0] != 0 || a.query_start[a.n_seqs] != a.n_tokens)
-    return invalid_argument("step: query_start must run from 0 to n_tokens");
+  // Tokens past query_start[n_seqs] are in no sequence: attention leaves
+  // their rows alone (the padding of core/hal/step_padding.h).
+  if (a.query_start[0] != 0 || a.query_start[a.n_seqs] > a.n_tokens)
+    return invalid_argument("step: query_start must run from 0 to at most n_tokens");
   for (int32_t s = 0; s < a.n_seqs; ++s)
     if (a.query_start[s + 1] < a.query_start[s]) return invalid_argument("step: query_start is not ascending");
   // Sequence lengths, block tables and positions matter to plans that use the KV cache.
@@ -98,11 +100,12 @@ Status check_step_args(const ShapeBucket& b, const StepLimits& lim, const StepAr
         return invalid_argument("step: position " + std::to_string(a.positions[t]) + " of token " + std::to_string(t) +
                                 " is outside its sequence's length " + std::to_string(a.seq_lens[s]));
   }
-  // Only a plan that writes or reads the KV cache follows the slot mapping.
+  // Only a plan that writes or reads the KV cache follows the slot mapping;
+  // kNoSlot (-1) writes nothing (a padding token, core/hal/step_padding.h).
   for (int32_t t = 0; t < a.n_tokens && lim.kv_slots > 0; ++t)
-    if (a.slot_mapping[t] < 0 || a.slot_mapping[t] >= lim.kv_slots)
+    if (a.slot_mapping[t] != kNoSlot && (a.slot_mapping[t] < 0 || a.slot_mapping[t] >= lim.kv_slots))
       return invalid_argument("step: slot_mapping[" + std::to_string(t) + "] = " + std::to_string(a.slot_mapping[t]) +
-                              " is not a KV slot");
+                              " is not a KV slot (nor -1, no slot)");
   // A folded RoPE table has a row per position up to the runner's context; none past it is read.
   for (int32_t t = 0; t < a.n_tokens && lim.rope_rows > 0; ++t)
     if (a.positions[t] < 0 || a.positions[t] >= lim.rope_rows)

@@ -14,6 +14,7 @@ void kv_append(const KvAppendArgs& a, ParallelFor& pf) {
                        [&](int64_t t0, int64_t t1) {
                          for (int64_t t = t0; t < t1; ++t) {
                            const int64_t slot = a.slot_mapping[t];
+                           if (slot == kNoSlot) continue;
                            std::memcpy(a.k_pool + slot * row, a.k + t * row, row_bytes);
                            std::memcpy(a.v_pool + slot * row, a.v + t * row, row_bytes);
                          }

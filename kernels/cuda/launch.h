@@ -62,4 +62,21 @@ gpuError_t kv_append(const KvAppendArgs& a, gpuStream_t s);
 gpuError_t rope_kv_append(const RopeKvAppendArgs& a, gpuStream_t s);
 gpuError_t paged_attention(const AttentionArgs& a, gpuStream_t s);  // a.workspace unused
 
+// kernels/cuda/kv_copy_blocks.cu: block pairs copied in every pool, one
+// launch. pools and pairs are device arrays ([n_pools] and [n_pairs][2]:
+// source block, destination block); no pair may read a block another
+// writes, nor two write one block (the caller checks).
+struct PoolBlockCopy {
+  const std::byte* src = nullptr;
+  std::byte* dst = nullptr;
+  uint64_t block_bytes = 0;
+};
+struct CopyBlocksArgs {
+  const PoolBlockCopy* pools = nullptr;
+  int32_t n_pools = 0;
+  const int32_t* pairs = nullptr;
+  int32_t n_pairs = 0;
+};
+gpuError_t copy_blocks(const CopyBlocksArgs& a, gpuStream_t s);
+
 }  // namespace tessera::gpu::kernels

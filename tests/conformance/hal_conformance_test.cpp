@@ -219,7 +219,7 @@ TEST_CASE("rope rotates both layouts, partial rotary included, on every device")
   }
 }
 
-TEST_CASE("kv_append writes every token's K and V to its slot on every device") {
+TEST_CASE("kv_append writes every token's K and V to its slot, and nothing for a token of slot -1, on every device") {
   Rng rng(105);
   const int32_t kv_heads = 2, hd = 8, bs = 4, blocks = 6, n = 5;
   const int64_t width = kv_heads * hd, slots = (int64_t)bs * blocks;
@@ -237,6 +237,7 @@ TEST_CASE("kv_append writes every token's K and V to its slot on every device") 
   std::iota(all.begin(), all.end(), 0);
   std::shuffle(all.begin(), all.end(), rng.engine());
   c.slot_mapping.assign(all.begin(), all.begin() + n);
+  c.slot_mapping[2] = kNoSlot;  // a padding token (core/hal/step_padding.h)
   std::vector<float> ek = kp, ev = vp;
   ref::kv_append({k.data(), v.data(), c.slot_mapping.data(), n, ek.data(), ev.data(), slots, {kv_heads, hd, bs}});
   on_every_device(c, OpKind::kv_append, DType::f32, [&](const auto& out) {

@@ -7,36 +7,15 @@
 // buffers, tests/conformance/no_alloc_test.cpp) is not on the path.
 #include <doctest/doctest.h>
 
-#include <cstring>
-#include <memory>
-
 #include "engine/models/load_model.h"
 #include "engine/runtime/model_runner.h"
+#include "support/bound_plan.h"
 #include "support/counting_new.h"
-#include "support/random.h"
 
 using namespace tessera;
 using namespace tessera::testing;
 
 namespace {
-
-struct StepArrays {
-  std::vector<int32_t> token_ids, positions, slot_mapping, query_start, seq_lens, block_tables, logit_rows;
-  StepArgs args() const {
-    StepArgs a;
-    a.token_ids = token_ids.data();
-    a.positions = positions.data();
-    a.slot_mapping = slot_mapping.data();
-    a.n_tokens = (int32_t)token_ids.size();
-    a.query_start = query_start.data();
-    a.seq_lens = seq_lens.data();
-    a.block_tables = block_tables.data();
-    a.n_seqs = (int32_t)seq_lens.size();
-    a.logit_rows = logit_rows.data();
-    a.n_logit_rows = (int32_t)logit_rows.size();
-    return a;
-  }
-};
 
 // One sequence of n_tokens starting at position `first`, its blocks in order.
 StepArrays one_sequence(int32_t n_tokens, int32_t first, const ShapeBucket& bucket) {
@@ -68,28 +47,13 @@ long step_allocations(const std::string& passes, int32_t n_tokens) {
   auto stream = device.create_stream();
   REQUIRE(stream.has_value());
 
-  Rng rng(811);
-  std::vector<std::unique_ptr<Buffer>> owned;
-  std::vector<Buffer*> bound((*plan)->buffers.size(), nullptr);
-  for (size_t i = 0; i < bound.size(); ++i) {
-    const PlanBuffer& pb = (*plan)->buffers[i];
-    if (!is_bound(pb.role)) continue;
-    auto b = device.allocate(pb.bytes, pb.role == BufferRole::kv_pool ? MemoryUse::kv_cache : MemoryUse::weights);
-    REQUIRE(b.has_value());
-    const std::vector<float> values = rng.floats(pb.bytes / sizeof(float) + 1, -0.1f, 0.1f);
-    std::vector<std::byte> bytes(pb.bytes);
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    REQUIRE((*stream)->upload(**b, 0, bytes).is_ok());
-    bound[i] = b->get();
-    owned.push_back(std::move(*b));
-  }
-  auto exe = device.compile(**plan, bound);
-  REQUIRE_MESSAGE(exe.has_value(), exe.status().message());
+  BoundPlan bp = bind_random(device, **stream, **plan, 811);
+  auto& exe = bp.exe;
   const StepArrays step = one_sequence(n_tokens, 3, (*plan)->bucket);
   const StepArgs args = step.args();
   Status status;
   const long n = allocations_of([&] {
-    status = (*stream)->run(**exe, args);
+    status = (*stream)->run(*exe, args);
     if (status.is_ok()) status = (*stream)->synchronize();
   });
   REQUIRE_MESSAGE(status.is_ok(), status.message());
