@@ -52,6 +52,8 @@ DeviceInfo describe(int ordinal, const gpuDeviceProp_t& p) {
   d.shared_memory_per_group_bytes = p.sharedMemPerBlock;
   d.max_workgroup_invocations = (uint32_t)p.maxThreadsPerBlock;
   d.features.insert(d.features.end(), {"f16", "bf16", "int8"});
+  // Where the matrix units go unused, `tessera devices` shows it here.
+  d.features.push_back(kernels::matmul_gemm_path(p));
   // Copy bandwidth and matrix rate are measured by `tessera bench`, not assumed here.
   d.roofs.source = RoofSource::unknown;
   d.kernel_isa = d.arch;

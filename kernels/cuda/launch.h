@@ -50,6 +50,10 @@ bool embedding_reads(DType t);
 gpuError_t matmul(const MatmulArgs& a, gpuStream_t s);
 gpuError_t matmul_add(const MatmulAddArgs& a, gpuStream_t s);  // y = x · wᵀ + residual
 bool matmul_reads(DType w);
+// Which prefill GEMM (m > 8) the matmul launchers run on a device with these
+// properties, in words: "prefill GEMM: mma.sync f16 (sm_80+)", "... MFMA f16
+// (gfx908/gfx90a)", or the slower "... tiled f32 (no matrix unit)".
+const char* matmul_gemm_path(const gpuDeviceProp_t& p);
 // The epilogues of the packed matmuls, over the product y[m, n] the matmul
 // wrote: out[m, f] = silu(y[:, :f]) * y[:, f:], and the split of y into q, k, v.
 gpuError_t split_silu_mul(const float* y, float* out, int64_t m, int64_t f, gpuStream_t s);

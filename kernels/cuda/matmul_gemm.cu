@@ -1,7 +1,10 @@
-// The prefill matmul: y[m, n] = x[m, k] · w[n, k]ᵀ for m > kGemvMaxRows, the
-// general path for every weight dtype on every GPU, in f32 on the ordinary
-// cores. A 256-thread block computes a 64 × 64 tile of y (64 rows of x
-// against 64 weight rows), walking k 32 at a time: it stages x[64, 32] and
+// The prefill matmul without a matrix unit: y[m, n] = x[m, k] · w[n, k]ᵀ for
+// m > kGemvMaxRows, every weight dtype, in f32 on the ordinary cores. It runs
+// where matmul.cu finds no matrix unit (gfx1030 and other RDNA; NVIDIA
+// below sm_80, which this build does not target): the slower path, and
+// `tessera devices` says so ("prefill GEMM: tiled f32 (no matrix unit)").
+// A 256-thread block computes a 64 × 64 tile of y (64 rows of x against 64
+// weight rows), walking k 32 at a time: it stages x[64, 32] and
 // the weights' [64, 32], dequantized to f32, in shared memory, then each
 // thread accumulates a 4 × 4 register block from them. Grid-stride loops over
 // the tiles keep the grid inside its limits for any m and n.
@@ -11,9 +14,9 @@
 // 32-element unit per thread (kernels/cuda/dequant.h), 64 of the 256 threads
 // decoding while the rest wait at the barrier.
 //
-// The matrix-unit versions (mma.sync / wgmma on NVIDIA, MFMA / WMMA on AMD)
-// go beside this kernel as their own kernels, with the weights staged the
-// same way; matmul.cu's dispatch picks them where the device has them.
+// The matrix-unit version (mma.sync on NVIDIA sm_80+, MFMA on gfx908 and
+// gfx90a) is kernels/cuda/matmul_gemm_mma.cu, with the weights staged the
+// same way but in f16; wgmma (sm_90) and RDNA3's WMMA are not written yet.
 #include <cstdint>
 
 #include "kernels/cuda/dequant.h"
@@ -118,7 +121,7 @@ unsigned tiles(int64_t extent, int tile) {
 
 }  // namespace
 
-gpuError_t launch_matmul_gemm(const MatmulArgs& a, const float* residual, gpuStream_t s) {
+gpuError_t launch_matmul_gemm_tiled(const MatmulArgs& a, const float* residual, gpuStream_t s) {
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const dim3 grid(tiles(a.n, kTileN), tiles(a.m, kTileM));
   gemm_tiled_f32_kernel<<<grid, kThreads, 0, s>>>(a.x, static_cast<const uint8_t*>(a.w), a.w_dtype, a.y, residual, a.m,

@@ -1,9 +1,12 @@
 #pragma once
-// The matmul's two paths, behind kernels/cuda/matmul.cu's launchers (which
+// The matmul's paths, behind kernels/cuda/matmul.cu's launchers (which
 // check the arguments and pick one): a weight-streaming GEMV for the few
-// rows of x of a decode step (kernels/cuda/matmul_gemv.cu) and a tiled GEMM
-// for prefill (kernels/cuda/matmul_gemm.cu). Both write y = x · wᵀ, plus
-// residual[m, n] when it is non-null, and return the launch's error.
+// rows of x of a decode step (kernels/cuda/matmul_gemv.cu), and for prefill
+// a GEMM on the matrix units where the device has them (mma.sync on sm_80+,
+// MFMA on gfx908 / gfx90a: kernels/cuda/matmul_gemm_mma.cu, f16 inputs) or
+// else the tiled f32 one (kernels/cuda/matmul_gemm.cu). All write
+// y = x · wᵀ, plus residual[m, n] when it is non-null, and return the
+// launch's error.
 // Arguments reach them checked: m, n > 0, k >= 0 a whole number of blocks,
 // a dtype matmul_reads says yes to, standard row layout, no epilogue.
 #include "kernels/cuda/launch.h"
@@ -14,6 +17,11 @@ namespace tessera::gpu::kernels {
 inline constexpr int64_t kGemvMaxRows = 8;
 
 gpuError_t launch_matmul_gemv(const MatmulArgs& a, const float* residual, gpuStream_t s);
-gpuError_t launch_matmul_gemm(const MatmulArgs& a, const float* residual, gpuStream_t s);
+gpuError_t launch_matmul_gemm_mma(const MatmulArgs& a, const float* residual, gpuStream_t s);
+gpuError_t launch_matmul_gemm_tiled(const MatmulArgs& a, const float* residual, gpuStream_t s);
+
+// Which prefill GEMM runs on a device.
+enum class GemmPath { mma_sync_f16, mfma_f16, tiled_f32 };
+GemmPath gemm_path_for(const gpuDeviceProp_t& p);
 
 }  // namespace tessera::gpu::kernels
