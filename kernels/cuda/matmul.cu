@@ -1,8 +1,8 @@
 // The matmul launchers (kernels/cuda/launch.h): the arguments checked, then
 // the GEMV (m <= kGemvMaxRows: decode, bound by reading w) or a GEMM
 // (prefill): on the matrix units where the current device has them
-// (mma.sync f16 on sm_80+, MFMA f16 on gfx908 / gfx90a), else the tiled f32
-// one. matmul_add is the same kernels with the residual added as each output
+// (mma.sync f16 on sm_80+, MFMA f16 on gfx908 / gfx90a) for f16 and every
+// block-type weight, else (and for f32 and bf16 weights) the tiled f32 one. matmul_add is the same kernels with the residual added as each output
 // is stored. The choice is the device's, asked once per device ordinal and
 // cached; matmul_gemm_path names it for `tessera devices`.
 #include <atomic>
@@ -40,7 +40,10 @@ gpuError_t run_matmul(const MatmulArgs& a, const float* residual, gpuStream_t s)
   if (a.m < 0 || a.n < 0 || a.k < 0 || !is_whole_blocks(a.w_dtype, a.k)) return gpuErrorInvalidValue;
   if (a.m == 0 || a.n == 0) return gpuSuccess;
   if (a.m <= kGemvMaxRows) return launch_matmul_gemv(a, residual, s);
-  if (current_gemm_path() == GemmPath::tiled_f32) return launch_matmul_gemm_tiled(a, residual, s);
+  // f32 and bf16 weights keep f32 staging: rounding them to f16 would change
+  // the weights themselves (bf16's range is f32's; f32 has 13 more bits).
+  if (a.w_dtype == DType::f32 || a.w_dtype == DType::bf16 || current_gemm_path() == GemmPath::tiled_f32)
+    return launch_matmul_gemm_tiled(a, residual, s);
   return launch_matmul_gemm_mma(a, residual, s);
 }
 

@@ -1,6 +1,7 @@
 // The prefill matmul on the matrix units: y[m, n] = x[m, k] · w[n, k]ᵀ
-// (+ residual) for m > kGemvMaxRows, every weight dtype matmul_reads takes,
-// where the device has them: mma.sync m16n8k16 (f16 in, f32 accumulate) on
+// (+ residual) for m > kGemvMaxRows, f16 and every block-type weight (f32
+// and bf16 weights keep the tiled f32 kernel, matmul.cu), where the device
+// has them: mma.sync m16n8k16 (f16 in, f32 accumulate) on
 // NVIDIA sm_80 and later, v_mfma_f32_16x16x16f16 on AMD gfx908 and gfx90a.
 // matmul.cu picks this path from the device's properties (matmul_gemm_path);
 // elsewhere (gfx1030, no matrix unit) gemm_tiled_f32_kernel runs instead.
@@ -22,10 +23,11 @@
 // layouts), against ~1e-6 for the tiled f32 kernel. Values below 2⁻¹⁴ in
 // magnitude become f16 subnormals (absolute error up to 2⁻²⁵), and values
 // beyond f16's range (|v| > 65504) become infinities: nothing checks for
-// them at run time. Activations and dequantized weights of the models
-// Tessera runs stay well inside that range (the RMS-normed inputs of the
-// matmuls; weights of magnitude < 16); a model whose prefill activations do
-// not would need the tiled path.
+// them at run time. Dequantized weights stay well inside that range, and so
+// do most matmul inputs (RMS-normed); the FFN down projection's input,
+// silu(gate)·up, is not normed, and a model with activation outliers beyond
+// 65504 there would need the tiled path (TODO when a model shows one: a
+// per-tensor scale, as fp8 GEMMs do).
 #include <cstdint>
 
 #include "kernels/cuda/dequant.h"
