@@ -3,7 +3,9 @@
 // linker takes the engine/bench code they call from the static libraries.
 #include "backends/cpu/cpu_device.h"
 #include "core/thread_pool.h"
+#include "core/hal/registry.h"
 #include "engine/bench/bench_run.h"
+#include "engine/bench/device_ops.h"
 #include "engine/bench/matmul_layouts.h"
 #include "engine/bench/matmul_roofs.h"
 #include "engine/bench/serving_bench.h"
@@ -38,6 +40,14 @@ MatmulRoofReport time_matmul_roofs(int64_t n, int64_t k, int reps) {
     report.cases.push_back({std::string(name(c.dtype)), c.kernel, c.m, c.n, c.k, c.weight_bytes, c.median_ms, c.min_ms,
                             c.GBps(), c.roof_GBps, c.share_of_roof});
   return report;
+}
+
+Expected<DeviceOpReport> time_device_ops(const std::string& backend, const std::string& op) {
+  TS_ASSIGN_OR_RETURN(const auto devices, bench_devices(backend));
+  TS_ASSIGN_OR_RETURN(auto device, BackendRegistry::global().find(backend)->open(0));
+  DeviceOpOptions o;
+  o.op = op;
+  return bench_device_ops(*device, devices[0], o);
 }
 
 }  // namespace tessera

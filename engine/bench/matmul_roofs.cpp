@@ -19,38 +19,6 @@ namespace tessera {
 
 namespace {
 
-// Byte offsets of a block's f16 scales (GGUF's layouts, core/dtype.h).
-std::vector<size_t> f16_scale_offsets(DType t) {
-  switch (t) {
-    case DType::q8_0:
-    case DType::q4_0:
-    case DType::q5_0:
-    case DType::iq4_nl:
-    case DType::iq4_xs: return {0};
-    case DType::q4_1:
-    case DType::q5_1:
-    case DType::q4_K:
-    case DType::q5_K: return {0, 2};
-    case DType::q6_K: return {offsetof(BlockQ6_K, d)};
-    case DType::q2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
-    case DType::q3_K: return {offsetof(BlockQ3_K, d)};
-    default: return {};
-  }
-}
-
-// Random codes and scales, valid f16 scales of a modest size: the kernels'
-// speed depends on neither, but NaNs or denormals would be no fair test.
-std::vector<std::byte> random_blocks(DType t, int64_t n, int64_t k, std::mt19937& gen) {
-  std::vector<std::byte> w(bytes_for(t, n * k));
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (std::byte& b : w) b = (std::byte)byte(gen);
-  const DTypeTraits& tr = traits(t);
-  const uint16_t d = f32_to_f16(0.001f);
-  for (size_t off = 0; off < w.size(); off += tr.block_bytes)
-    for (size_t s : f16_scale_offsets(t)) std::memcpy(w.data() + off + s, &d, 2);
-  return w;
-}
-
 // A 2 MiB-aligned buffer (transparent huge pages where the kernel gives them).
 struct PageBuffer {
   explicit PageBuffer(uint64_t bytes) : size((bytes + kHugePage - 1) / kHugePage * kHugePage) {
@@ -118,6 +86,38 @@ MatmulRoofCase run_case(ParallelFor& pf, DType dtype, int64_t n, int64_t k, int 
 }
 
 }  // namespace
+
+// Byte offsets of a block's f16 scales (GGUF's layouts, core/dtype.h).
+static std::vector<size_t> f16_scale_offsets(DType t) {
+  switch (t) {
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::q5_0:
+    case DType::iq4_nl:
+    case DType::iq4_xs: return {0};
+    case DType::q4_1:
+    case DType::q5_1:
+    case DType::q4_K:
+    case DType::q5_K: return {0, 2};
+    case DType::q6_K: return {offsetof(BlockQ6_K, d)};
+    case DType::q2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case DType::q3_K: return {offsetof(BlockQ3_K, d)};
+    default: return {};
+  }
+}
+
+// Random codes and scales, valid f16 scales of a modest size: the kernels'
+// speed depends on neither, but NaNs or denormals would be no fair test.
+std::vector<std::byte> random_blocks(DType t, int64_t n, int64_t k, std::mt19937& gen) {
+  std::vector<std::byte> w(bytes_for(t, n * k));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (std::byte& b : w) b = (std::byte)byte(gen);
+  const DTypeTraits& tr = traits(t);
+  const uint16_t d = f32_to_f16(0.001f);
+  for (size_t off = 0; off < w.size(); off += tr.block_bytes)
+    for (size_t s : f16_scale_offsets(t)) std::memcpy(w.data() + off + s, &d, 2);
+  return w;
+}
 
 std::vector<MatmulRoofCase> bench_matmul_roofs(ParallelFor& pf, int64_t n, int64_t k, int reps) {
   std::mt19937 gen(1);

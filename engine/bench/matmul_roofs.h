@@ -3,7 +3,9 @@
 // same run (docs/performance.md): decode reads every weight byte once per
 // token, so weight bytes / time against a streaming read is the kernel's
 // share of what memory allows.
+#include <cstddef>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,11 @@ struct MatmulRoofCase {
 // and each is paired with a streaming read of as many bytes from a buffer of
 // that size (alternating which goes first), so that a GEMV and its roof see
 // the same load from the rest of the machine.
+// Random codes and scales of block type t for n rows of k, the f16 scales
+// valid and modest: the kernels' speed depends on neither, but NaNs or
+// denormals would be no fair test.
+std::vector<std::byte> random_blocks(DType t, int64_t n, int64_t k, std::mt19937& gen);
+
 std::vector<MatmulRoofCase> bench_matmul_roofs(ParallelFor& pf, int64_t n, int64_t k, int reps);
 
 }  // namespace tessera

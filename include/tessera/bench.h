@@ -40,7 +40,11 @@ struct BenchReport {
   double decode_tok_s_serial = 0;
   double host_gap_us = 0, host_gap_serial_us = 0;  // medians: host time from one step's end to the next's submit
   uint64_t bytes_per_token = 0;  // weights + the KV cache read by one decode step, averaged
+  // The memory roof, measured before and after the timed runs: the host's
+  // streaming read for the CPU; for any other device its device-to-device
+  // copy (read plus write, engine/bench/device_ops.h), named by roof.
   double read_GBps_before = 0, read_GBps_after = 0;
+  std::string roof = "host streaming read";
   double mbu = 0;  // bytes_per_token * decode_tok_s / max(read_GBps_before, read_GBps_after)
   uint64_t bandwidth_bytes = 0;
   size_t nodes_per_decode_step = 0;  // graph nodes a decode step runs: not kernel launches on every backend
@@ -139,5 +143,28 @@ struct MatmulRoofReport {
 };
 
 TESSERA_API MatmulRoofReport time_matmul_roofs(int64_t n, int64_t k, int reps);
+
+// Operator benchmarks on a GPU (or any device) through the HAL
+// (engine/bench/device_ops.h): GEMVs at m = 1 against the device's copy
+// bandwidth measured in the same run, a prefill GEMM's rate, and a
+// FlashAttention-style prefill's.
+struct DeviceOpTiming {
+  std::string op;     // "matmul" or "paged_attention"
+  std::string dtype;  // the weights' ("q4_K"); "f32" for attention (the KV pools')
+  int64_t m = 0, n = 0, k = 0;  // matmul: y[m, n] = x[m, k] · wᵀ; attention: m query tokens, n heads, k head_dim
+  uint64_t bytes = 0;           // weight bytes read (matmul), 0 for attention
+  double flops = 0;             // multiply-adds counted as 2; attention: causal, QKᵀ and PV
+  double median_ms = 0, min_ms = 0;
+  double GBps() const { return median_ms > 0 ? bytes / median_ms / 1e6 : 0; }
+  double TFLOPs() const { return median_ms > 0 ? flops / median_ms / 1e9 : 0; }
+};
+
+struct DeviceOpReport {
+  DeviceInfo device;
+  double copy_GBps = 0;  // device-to-device copy, read plus write, median
+  std::vector<DeviceOpTiming> cases;
+};
+
+TESSERA_API Expected<DeviceOpReport> time_device_ops(const std::string& backend, const std::string& op);
 
 }  // namespace tessera

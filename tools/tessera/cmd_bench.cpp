@@ -43,6 +43,7 @@ nlohmann::json to_json(const BenchReport& r) {
       {"host_gap_serial_us", r.host_gap_serial_us},
       {"bytes_per_token", r.bytes_per_token},
       {"read_GBps", r.read_GBps()},
+      {"roof", r.roof},
       {"read_GBps_before", r.read_GBps_before},
       {"read_GBps_after", r.read_GBps_after},
       {"bandwidth_buffer_bytes", r.bandwidth_bytes},
@@ -91,6 +92,38 @@ int matmul_roofs_main() {
     std::printf("%-6s %-32s %5lld %6lld %6lld %9.1f %9.3f %8.1f %10.1f %6.1f%%\n", c.dtype.c_str(), c.kernel.c_str(),
                 (long long)c.m, (long long)c.n, (long long)c.k, c.weight_bytes / 1e6, c.median_ms, c.GBps, c.roof_GBps,
                 100 * c.share_of_roof);
+  return 0;
+}
+
+// --op matmul|attention on a device other than the CPU: through the HAL.
+int device_ops_main() {
+  auto report = time_device_ops(f.backend, f.op);
+  if (!report) return fail(report.status());
+  const DeviceOpReport& r = *report;
+  if (f.json) {
+    nlohmann::json cases = nlohmann::json::array();
+    for (const DeviceOpTiming& c : r.cases)
+      cases.push_back({{"op", c.op}, {"dtype", c.dtype}, {"m", c.m}, {"n", c.n}, {"k", c.k}, {"bytes", c.bytes},
+                       {"median_ms", c.median_ms}, {"min_ms", c.min_ms}, {"GBps", c.GBps()}, {"TFLOPs", c.TFLOPs()},
+                       {"share_of_copy", r.copy_GBps > 0 ? c.GBps() / r.copy_GBps : 0.0}});
+    std::printf("%s\n", nlohmann::json{{"device", r.device.name}, {"backend", r.device.backend}, {"arch", r.device.arch},
+                                       {"copy_GBps", r.copy_GBps}, {"cases", cases}}
+                            .dump()
+                            .c_str());
+    return 0;
+  }
+  std::printf("%s [%s:%d, %s]: device-to-device copy %.1f GB/s (read + write, median)\n", r.device.name.c_str(),
+              r.device.backend.c_str(), r.device.index, r.device.arch.c_str(), r.copy_GBps);
+  std::printf("%-16s %-6s %6s %6s %6s %10s %10s %9s %9s %8s\n", "op", "dtype", "m", "n", "k", "median ms", "min ms", "GB/s",
+              "TFLOP/s", "% copy");
+  for (const DeviceOpTiming& c : r.cases) {
+    const bool gemv = c.op == "matmul" && c.m == 1;
+    std::printf("%-16s %-6s %6lld %6lld %6lld %10.4f %10.4f %9.1f %9.2f", c.op.c_str(), c.dtype.c_str(), (long long)c.m,
+                (long long)c.n, (long long)c.k, c.median_ms, c.min_ms, gemv ? c.GBps() : 0.0, c.TFLOPs());
+    if (gemv && r.copy_GBps > 0) std::printf(" %7.1f%%", 100 * c.GBps() / r.copy_GBps);
+    std::printf("\n");
+  }
+  std::printf("(matmul: m rows of x, n outputs, k inputs; attention: m query tokens of one sequence, n heads, k head_dim, causal)\n");
   return 0;
 }
 
@@ -191,6 +224,8 @@ CLI::App* serve_app = nullptr;
 int bench_main() {
   if (serve_app != nullptr && serve_app->parsed()) return bench_serve_main();
   if (f.matmul_layouts) return matmul_layouts_main();
+  if (!f.op.empty() && f.backend != "cpu") return device_ops_main();
+  if (f.op == "attention") return fail(invalid_argument("--op attention: times a GPU's attention (--backend cuda, rocm or vulkan)"));
   if (f.op == "matmul") return matmul_roofs_main();
   if (f.concurrency > 0 || f.prefix_tokens > 0 || f.long_prompt_tokens > 0) return serving_main();
   auto reports = run_bench(model_options(), log_line);
@@ -214,8 +249,8 @@ int bench_main() {
     std::printf("TTFT            %8.1f ms\n", r.ttft_ms);
     std::printf("TPOT            %8.2f ms\n", r.tpot_ms);
     std::printf("bytes/token     %8.1f MB\n", r.bytes_per_token / 1e6);
-    std::printf("read bandwidth  %8.2f GB/s before, %.2f GB/s after decoding (%llu MiB buffer)\n", r.read_GBps_before,
-                r.read_GBps_after, (unsigned long long)(r.bandwidth_bytes >> 20));
+    std::printf("read bandwidth  %8.2f GB/s before, %.2f GB/s after decoding (%llu MiB buffer; %s)\n", r.read_GBps_before,
+                r.read_GBps_after, (unsigned long long)(r.bandwidth_bytes >> 20), r.roof.c_str());
     std::printf("MBU             %8.1f %%\n", 100 * r.mbu);
     std::printf("nodes/step      %8zu   activations %.2f MB planned, %.2f MB lower bound\n", r.nodes_per_decode_step,
                 r.peak_activation_bytes / 1e6, r.activation_lower_bound_bytes / 1e6);
@@ -251,9 +286,11 @@ Subcommand add_bench(CLI::App& app) {
   s->add_flag("--matmul-layouts", f.matmul_layouts,
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");
   s->add_option("--op", f.op,
-                 "instead: time one op's kernels against the read roof of the same run; matmul: GEMV m=1, n=4096, "
-                 "k=14336 for every quantized weight type (docs/performance.md)")
-      ->check(CLI::IsMember({"matmul"}));
+                 "instead: time one op's kernels against the roof of the same run; matmul: GEMV m=1, n=4096, "
+                 "k=14336 for every quantized weight type against the read roof (CPU), or GEMVs against the device's "
+                 "copy bandwidth and prefill GEMMs (--backend cuda, rocm, vulkan); attention: prefills of 1 K and "
+                 "8 K tokens (not the CPU) (docs/performance.md)")
+      ->check(CLI::IsMember({"matmul", "attention"}));
   serve_app = add_bench_serve(*s);
   return {s, bench_main};
 }
