@@ -73,8 +73,11 @@ Status GpuExecutable::launch(const BoundDispatch& d, const StepArgs& a, gpuStrea
       r.k_rot = scratch;
       return launched(k::rope_kv_append(r, s), d);
     }
-    case OpKind::paged_attention:
-      return launched(k::paged_attention(bound_attention_args(d, a, plan_.bucket.max_blocks_per_seq), s), d);
+    case OpKind::paged_attention: {
+      kernels::AttentionArgs at = bound_attention_args(d, a, plan_.bucket.max_blocks_per_seq);
+      at.workspace = scratch;  // paged_attention_workspace_bytes for the bucket (bind_dispatches)
+      return launched(k::paged_attention(at, s), d);
+    }
     case OpKind::embedding:
       // Token ids were checked against the table by check_step_args (StepLimits::vocab).
       return launched(k::embedding({d.in[0].data, d.in[0].desc.dtype, d.in[0].desc.shape[0], d.in[0].desc.shape[1], i32(d.in[1]),

@@ -7,6 +7,7 @@
 #include "backends/cuda/gpu_kernel_table.h"
 #include "backends/cuda/gpu_status.h"
 #include "backends/cuda/gpu_stream.h"
+#include "kernels/cuda/launch.h"
 
 namespace tessera::gpu {
 
@@ -96,6 +97,11 @@ Status GpuExecutable::bind_dispatches() {
       const auto& p = std::get<RopeKvAppendParams>(d.params);
       scratch = std::max<uint64_t>(scratch, (uint64_t)(max_rows * p.kv.n_kv_heads * p.kv.head_dim) * 4);
     }
+    // paged_attention's split decode keeps its chunk partials here, sized for the bucket's largest step.
+    if (d.op == OpKind::paged_attention)
+      scratch = std::max<uint64_t>(scratch, kernels::paged_attention_workspace_bytes(std::get<AttentionParams>(d.params),
+                                                                                     plan_.bucket.max_tokens,
+                                                                                     plan_.bucket.max_blocks_per_seq));
     dispatches_.push_back(std::move(bd));
   }
   TS_ASSIGN_OR_RETURN(scratch_, GpuBuffer::create(ctx_, scratch, MemoryUse::activations));

@@ -63,7 +63,7 @@ class GpuExecutable final : public Executable {
   std::vector<uint64_t> field_offsets_;  // in the step block, by plan buffer id (step inputs)
   std::vector<std::byte> packed_;        // the host side of one step's block
   std::vector<BoundDispatch> dispatches_;
-  std::unique_ptr<GpuBuffer> scratch_;   // fused matmuls' products, rotated K
+  std::unique_ptr<GpuBuffer> scratch_;   // fused matmuls' products, rotated K, attention's split partials
 
   struct Graph {
     int32_t logit_rows = 0;

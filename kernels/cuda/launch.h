@@ -64,7 +64,12 @@ gpuError_t split_qkv(const float* y, float* q, float* k, float* v, int64_t m, in
 gpuError_t rope(const RopeArgs& a, gpuStream_t s);
 gpuError_t kv_append(const KvAppendArgs& a, gpuStream_t s);
 gpuError_t rope_kv_append(const RopeKvAppendArgs& a, gpuStream_t s);
-gpuError_t paged_attention(const AttentionArgs& a, gpuStream_t s);  // a.workspace unused
+// paged_attention: with a.workspace of paged_attention_workspace_bytes(a.p,
+// n_tokens, max_blocks_per_seq) bytes (the bucket's maxima bound it) the
+// tiled engine (split decode, tiled prefill: paged_attention_tiled.cu);
+// without one the per-(token, head) kernel, whose sums run in another order.
+gpuError_t paged_attention(const AttentionArgs& a, gpuStream_t s);
+uint64_t paged_attention_workspace_bytes(const AttentionParams& p, int64_t max_tokens, int32_t max_blocks_per_seq);
 
 // kernels/cuda/kv_copy_blocks.cu: block pairs copied in every pool, one
 // launch. pools and pairs are device arrays ([n_pools] and [n_pairs][2]:

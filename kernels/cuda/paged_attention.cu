@@ -32,17 +32,19 @@
 // the same bits whatever else the step holds (batch invariant), though not
 // the reference's bits.
 //
-// Still to come here: the split-context (flash-decoding) variant for long
-// decodes, which splits a (token, head)'s keys over several blocks and
-// merges their (m, l, acc) partials in a second kernel (scratch such as
-// a.workspace holds them), and the tiled FlashAttention prefill, which takes
-// a tile of a sequence's query tokens per block and stages K/V tiles in
-// shared memory. paged_attention() below would choose them by the step's
-// shape; this kernel stays the fallback for every shape they do not serve.
+// This kernel is the fallback: paged_attention() below runs it when the
+// caller gives no workspace. With one (the executable always gives
+// paged_attention_workspace_bytes for its bucket) it hands the step to the
+// tiled engine of kernels/cuda/paged_attention_tiled.cu: the split-context
+// (flash-decoding) schedule for steps of few (token, KV head) items, the
+// query-tile (FlashAttention-style) schedule for the others, both in one
+// order of sums per row, so their results are the same bits. This kernel's
+// order differs from the engine's (per-warp strides, a warp-sum per dot):
+// the two agree to rounding, not bit for bit.
 #include <cmath>
 
+#include "kernels/cuda/attention_paths.h"
 #include "kernels/cuda/gpu_device.h"
-#include "kernels/cuda/launch.h"
 
 namespace tessera::gpu::kernels {
 
@@ -208,6 +210,7 @@ gpuError_t paged_attention(const AttentionArgs& a, gpuStream_t s) {
   if (a.n_tokens < 0 || a.n_seqs < 0 || a.max_blocks_per_seq < 0 || p.n_heads < 1 || p.n_kv_heads < 1 ||
       p.n_heads % p.n_kv_heads != 0 || p.head_dim < 1 || p.head_dim > kMaxHeadDim || p.block_size < 1)
     return gpuErrorInvalidValue;
+  if (a.workspace) return launch_paged_attention_tiled(a, s);
   Attention k;
   k.q = a.q;
   k.out = a.out;
