@@ -4,6 +4,7 @@
 #include "backends/cuda/gpu_executable.h"
 #include "backends/cuda/gpu_status.h"
 #include "backends/cuda/gpu_stream.h"
+#include "kernels/cuda/launch.h"
 
 namespace tessera::gpu {
 
@@ -40,6 +41,17 @@ Expected<uint64_t> GpuDevice::free_memory() const {
   size_t free_bytes = 0, total = 0;
   TS_GPU_TRY(gpuMemGetInfo(&free_bytes, &total));
   return (uint64_t)free_bytes;
+}
+
+Expected<MeasuredRate> GpuDevice::measure_matrix_rate() {
+  TS_TRY(ctx_->make_current());
+  gpuStream_t s = nullptr;
+  TS_GPU_TRY(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+  kernels::MatrixRate r;
+  const gpuError_t e = kernels::measure_matrix_rate(r, s);
+  (void)gpuStreamDestroy(s);
+  if (e != gpuSuccess) return gpu_failed("the matrix-rate probe (kernels/cuda/matrix_rate.cu)", e);
+  return MeasuredRate{r.gflops, r.what};
 }
 
 void GpuBackend::probe() const {

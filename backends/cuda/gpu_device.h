@@ -24,6 +24,7 @@ class GpuDevice final : public Device {
   Expected<std::unique_ptr<Event>> create_event() override;
   Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) override;
   Expected<uint64_t> free_memory() const override;
+  Expected<MeasuredRate> measure_matrix_rate() override;
 
  private:
   std::shared_ptr<GpuContext> ctx_;

@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 5;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0x0f31ff81abfca55bull;
+inline constexpr uint32_t kBackendAbiVersion = 6;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0x8c3d56c684764ed5ull;
 
 }  // namespace tessera

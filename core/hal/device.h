@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "core/hal/buffer.h"
 #include "core/hal/device_info.h"
@@ -11,6 +12,12 @@
 #include "core/status.h"
 
 namespace tessera {
+
+// A rate a device measured by running one instruction and nothing else.
+struct MeasuredRate {
+  double GFLOPs = 0;  // a multiply-add counted as 2
+  std::string what;   // the instruction: "mma.sync m16n8k16 f16, f32 sums"
+};
 
 class Device {
  public:
@@ -35,6 +42,11 @@ class Device {
   // which); a backend that cannot tell says so.
   virtual Expected<uint64_t> free_memory() const {
     return unsupported(info().backend + ": this backend does not report free memory");
+  }
+  // The dense rate of the matrix instruction the device's prefill GEMM uses,
+  // measured now (tens of milliseconds; `tessera bench` asks for it).
+  virtual Expected<MeasuredRate> measure_matrix_rate() {
+    return unsupported(info().backend + ": this backend has no matrix-rate probe");
   }
 };
 

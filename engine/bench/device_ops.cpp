@@ -196,6 +196,12 @@ Expected<DeviceOpReport> bench_device_ops(Device& device, const DeviceInfo& info
   uint64_t copy_bytes = o.copy_bytes;
   if (info.memory_bytes > 0) copy_bytes = std::min<uint64_t>(copy_bytes, info.memory_bytes / 8);
   TS_ASSIGN_OR_RETURN(r.copy_GBps, measure_copy_GBps(device, copy_bytes, o.batches));
+  if (auto rate = device.measure_matrix_rate()) {
+    r.matrix_GFLOPs = rate->GFLOPs;
+    r.matrix_what = rate->what;
+  } else {
+    r.matrix_what = "not measured: " + rate.status().message();
+  }
   TS_ASSIGN_OR_RETURN(auto stream, device.create_stream());
   std::mt19937 gen(7);
   if (o.op == "matmul") {

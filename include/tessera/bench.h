@@ -162,6 +162,10 @@ struct DeviceOpTiming {
 struct DeviceOpReport {
   DeviceInfo device;
   double copy_GBps = 0;  // device-to-device copy, read plus write, median
+  // The matrix instruction's dense rate, measured by the device's probe
+  // (Device::measure_matrix_rate); 0 with the reason in matrix_what where it has none.
+  double matrix_GFLOPs = 0;
+  std::string matrix_what;
   std::vector<DeviceOpTiming> cases;
 };
 

@@ -58,6 +58,8 @@ inline constexpr gpuError_t gpuErrorInvalidValue = hipErrorInvalidValue;
 #define gpuEventCreateWithFlags hipEventCreateWithFlags
 #define gpuEventDisableTiming hipEventDisableTiming
 #define gpuEventDestroy hipEventDestroy
+#define gpuEventCreate hipEventCreate
+#define gpuEventElapsedTime hipEventElapsedTime
 #define gpuEventRecord hipEventRecord
 #define gpuEventQuery hipEventQuery
 #define gpuEventSynchronize hipEventSynchronize
@@ -116,6 +118,8 @@ inline constexpr gpuError_t gpuErrorInvalidValue = cudaErrorInvalidValue;
 #define gpuEventCreateWithFlags cudaEventCreateWithFlags
 #define gpuEventDisableTiming cudaEventDisableTiming
 #define gpuEventDestroy cudaEventDestroy
+#define gpuEventCreate cudaEventCreate
+#define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuEventRecord cudaEventRecord
 #define gpuEventQuery cudaEventQuery
 #define gpuEventSynchronize cudaEventSynchronize

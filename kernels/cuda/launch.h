@@ -88,4 +88,13 @@ struct CopyBlocksArgs {
 };
 gpuError_t copy_blocks(const CopyBlocksArgs& a, gpuStream_t s);
 
+// kernels/cuda/matrix_rate.cu: the current device's dense rate on the
+// instruction its prefill GEMM uses (or f32 FMAs without a matrix unit),
+// measured on `s` (synchronously: the call returns with the figure).
+struct MatrixRate {
+  double gflops = 0;
+  const char* what = "";
+};
+gpuError_t measure_matrix_rate(MatrixRate& r, gpuStream_t s);
+
 }  // namespace tessera::gpu::kernels

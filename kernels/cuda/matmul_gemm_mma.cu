@@ -34,6 +34,7 @@
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/matmul_mma_layout.h"
 #include "kernels/cuda/matmul_paths.h"
+#include "kernels/cuda/matrix_units.h"
 
 namespace tessera::gpu::kernels {
 
@@ -109,15 +110,6 @@ __device__ __forceinline__ void store_output(float* y, const float* residual, in
 
 #if !defined(TESSERA_GPU_HIP)
 
-// D = A · B + D on one 16 × 8 × 16 piece (matmul_mma_layout.h has the fragments).
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 __global__ __launch_bounds__(kThreads) void gemm_mma_sync_f16_kernel(GemmOperands g, float* __restrict__ y,
                                                                      const float* __restrict__ residual) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -182,8 +174,8 @@ __global__ __launch_bounds__(kThreads) void gemm_mma_sync_f16_kernel(GemmOperand
 __global__ __launch_bounds__(kThreads) void gemm_mfma_f16_kernel(GemmOperands g, float* __restrict__ y,
                                                                  const float* __restrict__ residual) {
 #if defined(__gfx908__) || defined(__gfx90a__)
-  typedef _Float16 half4 __attribute__((ext_vector_type(4)));
-  typedef float float4v __attribute__((ext_vector_type(4)));
+  using half4 = mfma_half4;
+  using float4v = mfma_float4;
   __shared__ __attribute__((aligned(16))) uint16_t xs[kTileM][kStride];
   __shared__ __attribute__((aligned(16))) uint16_t ws[kTileN][kStride];
   const int tid = (int)threadIdx.x, lane = tid % 64, wave = tid / 64;

@@ -105,22 +105,27 @@ int device_ops_main() {
     for (const DeviceOpTiming& c : r.cases)
       cases.push_back({{"op", c.op}, {"dtype", c.dtype}, {"m", c.m}, {"n", c.n}, {"k", c.k}, {"bytes", c.bytes},
                        {"median_ms", c.median_ms}, {"min_ms", c.min_ms}, {"GBps", c.GBps()}, {"TFLOPs", c.TFLOPs()},
-                       {"share_of_copy", r.copy_GBps > 0 ? c.GBps() / r.copy_GBps : 0.0}});
+                       {"share_of_copy", r.copy_GBps > 0 ? c.GBps() / r.copy_GBps : 0.0},
+                       {"share_of_matrix", r.matrix_GFLOPs > 0 ? c.TFLOPs() * 1e3 / r.matrix_GFLOPs : 0.0}});
     std::printf("%s\n", nlohmann::json{{"device", r.device.name}, {"backend", r.device.backend}, {"arch", r.device.arch},
-                                       {"copy_GBps", r.copy_GBps}, {"cases", cases}}
+                                       {"copy_GBps", r.copy_GBps}, {"matrix_GFLOPs", r.matrix_GFLOPs},
+                                       {"matrix_what", r.matrix_what}, {"cases", cases}}
                             .dump()
                             .c_str());
     return 0;
   }
   std::printf("%s [%s:%d, %s]: device-to-device copy %.1f GB/s (read + write, median)\n", r.device.name.c_str(),
               r.device.backend.c_str(), r.device.index, r.device.arch.c_str(), r.copy_GBps);
+  if (r.matrix_GFLOPs > 0) std::printf("matrix rate %.1f TFLOP/s (%s)\n", r.matrix_GFLOPs / 1e3, r.matrix_what.c_str());
+  else std::printf("matrix rate %s\n", r.matrix_what.c_str());
   std::printf("%-16s %-6s %6s %6s %6s %10s %10s %9s %9s %8s\n", "op", "dtype", "m", "n", "k", "median ms", "min ms", "GB/s",
-              "TFLOP/s", "% copy");
+              "TFLOP/s", "% roof");
   for (const DeviceOpTiming& c : r.cases) {
     const bool gemv = c.op == "matmul" && c.m == 1;
     std::printf("%-16s %-6s %6lld %6lld %6lld %10.4f %10.4f %9.1f %9.2f", c.op.c_str(), c.dtype.c_str(), (long long)c.m,
                 (long long)c.n, (long long)c.k, c.median_ms, c.min_ms, gemv ? c.GBps() : 0.0, c.TFLOPs());
-    if (gemv && r.copy_GBps > 0) std::printf(" %7.1f%%", 100 * c.GBps() / r.copy_GBps);
+    if (gemv && r.copy_GBps > 0) std::printf(" %7.1f%% of copy", 100 * c.GBps() / r.copy_GBps);
+    if (!gemv && r.matrix_GFLOPs > 0) std::printf(" %7.1f%% of matrix", 100 * c.TFLOPs() * 1e3 / r.matrix_GFLOPs);
     std::printf("\n");
   }
   std::printf("(matmul: m rows of x, n outputs, k inputs; attention: m query tokens of one sequence, n heads, k head_dim, causal)\n");
