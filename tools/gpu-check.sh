@@ -2,8 +2,11 @@
 # One script for a machine with a GPU (under 8 minutes on an H200-class
 # machine): builds the CUDA plugin for this machine's GPU only (and Vulkan),
 # runs the per-op conformance suite on every device, the GPU and Vulkan
-# end-to-end tests, then `tessera bench` on the GPU (concurrency 1 and 64)
-# and on the CPU, and prints a short table last. Writes its logs under $OUT
+# end-to-end tests (the GPU's again with graphs off, so a failure points at
+# capture or at a kernel), then `tessera bench` on the GPU (concurrency 1
+# and 64, and the operator benchmarks: GEMVs against the copy bandwidth,
+# GEMMs and attention against the matrix rate) and on the CPU, and prints
+# a short table last. Writes its logs under $OUT
 # (or ./gpu-check-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +45,11 @@ step "gpu and vulkan end to end"
 (cd build && timeout 240 ctest -R "^(gpu|vulkan)" --output-on-failure) >"$out/e2e.txt" 2>&1
 e2e=$?
 grep -E "tests passed|Failed|\*\*\*" "$out/e2e.txt" | tail -n 20
+if [ -n "$gpu" ]; then
+  step "gpu end to end, graphs off (TESSERA_GPU_GRAPHS=0)"
+  (cd build && TESSERA_GPU_GRAPHS=0 timeout 120 ctest -R "^gpu" --output-on-failure) >"$out/e2e-nographs.txt" 2>&1
+  grep -E "tests passed|Failed|\*\*\*" "$out/e2e-nographs.txt" | tail -n 10
+fi
 
 step "bench"
 benches=()
@@ -49,11 +57,15 @@ if [ -n "$gpu" ]; then
   timeout 120 build/bin/tessera bench --backend "$gpu" --json >"$out/bench-$gpu.json" 2>"$out/bench-$gpu.err"
   timeout 120 build/bin/tessera bench --backend "$gpu" --concurrency 64 --json >"$out/bench-$gpu-c64.json" 2>"$out/bench-$gpu-c64.err"
   benches+=("$gpu" "$gpu-c64")
+  for op in matmul attention; do
+    timeout 120 build/bin/tessera bench --backend "$gpu" --op $op >"$out/ops-$op.txt" 2>&1
+  done
 fi
 timeout 90 build/bin/tessera bench --backend cpu --json >"$out/bench-cpu.json" 2>"$out/bench-cpu.err"
 benches+=(cpu)
 
 step "summary ($(( $(date +%s) - started )) s)"
+for op in matmul attention; do [ -f "$out/ops-$op.txt" ] && cat "$out/ops-$op.txt"; done
 python3 - "$out" "$conf" "$e2e" "${benches[@]}" <<'PY'
 import json, sys, os
 out, conf, e2e, benches = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
