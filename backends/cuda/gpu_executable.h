@@ -71,7 +71,7 @@ class GpuExecutable final : public Executable {
   };
   bool use_graphs_ = false;
   std::vector<Graph> graphs_;
-  PaddedStep padded_;
+  StepArrays padded_;
 };
 
 }  // namespace tessera::gpu

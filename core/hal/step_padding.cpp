@@ -14,7 +14,7 @@ void fill(std::vector<int32_t>& out, const int32_t* src, int64_t n, int64_t tota
 
 }  // namespace
 
-StepArgs PaddedStep::args() const {
+StepArgs StepArrays::args() const {
   StepArgs a;
   a.token_ids = token_ids.data();
   a.positions = positions.data();
@@ -29,7 +29,7 @@ StepArgs PaddedStep::args() const {
   return a;
 }
 
-void pad_step(const StepArgs& a, const ShapeBucket& b, int32_t logit_rows, PaddedStep& out) {
+void pad_step(const StepArgs& a, const ShapeBucket& b, int32_t logit_rows, StepArrays& out) {
   const int64_t tokens = b.max_tokens, seqs = b.max_seqs, table = b.max_blocks_per_seq;
   fill(out.token_ids, a.token_ids, a.n_tokens, tokens, 0);
   fill(out.positions, a.positions, a.n_tokens, tokens, 0);

@@ -1,5 +1,5 @@
 #pragma once
-// A step's arrays padded to its shape bucket's full counts, for backends
+// StepArrays, and a step's arrays padded to its shape bucket's full counts, for backends
 // that record a bucket's launches once and replay them every step (CUDA and
 // HIP graphs, backends/cuda/gpu_executable.cpp): the launches then see the
 // same row and sequence counts every step, and the padding is inert.
@@ -21,17 +21,18 @@
 
 namespace tessera {
 
-struct PaddedStep {
+// A step's arrays held in vectors (a padded step's, a test's, a bench's).
+struct StepArrays {
   std::vector<int32_t> token_ids, positions, slot_mapping, query_start, seq_lens, block_tables, logit_rows;
 
-  // The step over these arrays: counts n_tokens = bucket.max_tokens,
-  // n_seqs = bucket.max_seqs, n_logit_rows as padded.
+  // The step over these arrays, its counts their sizes: n_tokens tokens,
+  // n_seqs = seq_lens.size(), n_logit_rows logit rows.
   StepArgs args() const;
 };
 
 // Pads `a` (already checked against `b` by check_step_args) to the bucket's
 // token and sequence counts, and its logit rows to `logit_rows` (at least
 // a.n_logit_rows, at most b.max_logit_rows). Reuses out's storage.
-void pad_step(const StepArgs& a, const ShapeBucket& b, int32_t logit_rows, PaddedStep& out);
+void pad_step(const StepArgs& a, const ShapeBucket& b, int32_t logit_rows, StepArrays& out);
 
 }  // namespace tessera

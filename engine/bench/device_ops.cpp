@@ -10,6 +10,7 @@
 #include "engine/bench/stats.h"
 #include "graph/builder.h"
 #include "graph/lower.h"
+#include "core/hal/step_padding.h"
 
 namespace tessera {
 
@@ -110,31 +111,15 @@ Expected<OpPlan> compile_one_op(Device& device, Stream& stream, OpKind op, OpPar
   return p;
 }
 
-// The smallest step a plan with no KV cache accepts.
-struct StepArrays {
-  std::vector<int32_t> token_ids, positions, slot_mapping, query_start, seq_lens, block_tables;
-  StepArgs args(int32_t n_tokens) const {
-    StepArgs a;
-    a.token_ids = token_ids.data();
-    a.positions = positions.data();
-    a.slot_mapping = slot_mapping.data();
-    a.n_tokens = n_tokens;
-    a.query_start = query_start.data();
-    a.seq_lens = seq_lens.data();
-    a.block_tables = block_tables.data();
-    a.n_seqs = (int32_t)seq_lens.size();
-    return a;
-  }
-};
-
 Expected<DeviceOpTiming> time_matmul(Device& device, Stream& stream, DType t, int64_t m, int64_t n, int64_t k,
                                      const DeviceOpOptions& o, std::mt19937& gen) {
   std::vector<OpInputSpec> in(2);
   in[0] = {OpInputSpec::weight, TensorDesc::contiguous(DType::f32, Shape{m, k}), f32_bytes(random_floats((size_t)(m * k), gen))};
   in[1] = {OpInputSpec::weight, TensorDesc::contiguous(t, Shape{n, k}), random_weights(t, n, k, gen)};
   TS_ASSIGN_OR_RETURN(OpPlan p, compile_one_op(device, stream, OpKind::matmul, NoParams{}, in, ShapeBucket{}));
-  StepArrays s{{0}, {0}, {0}, {0, 1}, {1}, {0}};
-  const StepArgs args = s.args(1);
+  // The smallest step a plan with no KV cache accepts.
+  const StepArrays s{{0}, {0}, {0}, {0, 1}, {1}, {0}, {}};
+  const StepArgs args = s.args();
   // A GEMV reads its weights once per run; a GEMM's are counted once too (they stay in cache).
   TS_ASSIGN_OR_RETURN(BatchTimes bt, time_batches(stream, o.batches, o.runs_per_batch, [&] { return stream.run(*p.exe, args); }));
   DeviceOpTiming d{"matmul", std::string(name(t)), m, n, k, bytes_for(t, n * k), 2.0 * m * n * k, bt.median_ms, bt.min_ms};
@@ -167,7 +152,7 @@ Expected<DeviceOpTiming> time_attention_prefill(Device& device, Stream& stream, 
   s.query_start = {0, tokens};
   s.seq_lens = {tokens};
   for (int32_t b = 0; b < blocks; ++b) s.block_tables.push_back(b);
-  const StepArgs args = s.args(tokens);
+  const StepArgs args = s.args();
   TS_ASSIGN_OR_RETURN(BatchTimes bt, time_batches(stream, o.batches, std::max(1, o.runs_per_batch / 10),
                                                   [&] { return stream.run(*plan.exe, args); }));
   // QKᵀ and PV over the causal half: 2 · 2 · head_dim multiply-adds per (query, visible key, head).

@@ -2,7 +2,7 @@
 // A runner's plan compiled on its device by hand, for tests of what a
 // backend does with one step: every bound buffer (weights, KV pools) filled
 // with random floats from a seed, so two bindings from one seed start equal,
-// and the step's arrays held in vectors.
+// and the step's arrays held in vectors (StepArrays, core/hal/step_padding.h).
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -11,27 +11,10 @@
 
 #include "core/hal/device.h"
 #include "core/hal/plan.h"
+#include "core/hal/step_padding.h"
 #include "support/random.h"
 
 namespace tessera::testing {
-
-struct StepArrays {
-  std::vector<int32_t> token_ids, positions, slot_mapping, query_start, seq_lens, block_tables, logit_rows;
-  StepArgs args() const {
-    StepArgs a;
-    a.token_ids = token_ids.data();
-    a.positions = positions.data();
-    a.slot_mapping = slot_mapping.data();
-    a.n_tokens = (int32_t)token_ids.size();
-    a.query_start = query_start.data();
-    a.seq_lens = seq_lens.data();
-    a.block_tables = block_tables.data();
-    a.n_seqs = (int32_t)seq_lens.size();
-    a.logit_rows = logit_rows.data();
-    a.n_logit_rows = (int32_t)logit_rows.size();
-    return a;
-  }
-};
 
 struct BoundPlan {
   std::vector<std::unique_ptr<Buffer>> owned;

@@ -68,7 +68,7 @@ TEST_CASE("pad_step fills every field to the bucket with inert values and keeps 
   s.seq_lens = {6, 1};
   s.block_tables = {1, 2, 3, 5, 6, 7};
   s.logit_rows = {1, 2};
-  PaddedStep p;
+  StepArrays p;
   pad_step(s.args(), b, 4, p);
   const StepArgs a = p.args();
   CHECK(a.n_tokens == 8);
@@ -110,7 +110,7 @@ TEST_CASE("stories260K on the CPU: a mixed step padded to its bucket gives the r
       CAPTURE(pos1);
       const StepArrays step = two_sequences(b, o.block_size, pos1);
       const PaddingRun plain = run_step(device, **plan, step.args(), 2);
-      PaddedStep padded;
+      StepArrays padded;
       pad_step(step.args(), b, 4, padded);
       const PaddingRun pad = run_step(device, **plan, padded.args(), 2);
       CHECK(pad.logits == plain.logits);
