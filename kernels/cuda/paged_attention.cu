@@ -59,36 +59,10 @@ constexpr int kMaxDimsPerLane = kMaxHeadDim / kMinWarpSize;  // 64-wide warps us
 // within HIP's limit of 2^32 threads per launch.
 constexpr int64_t kMaxBlocks = int64_t{1} << 20;
 
-struct Attention {
-  const float* q = nullptr;
-  float* out = nullptr;
-  const float* k_pool = nullptr;
-  const float* v_pool = nullptr;
-  const int32_t* positions = nullptr;
-  const int32_t* query_start = nullptr;
-  const int32_t* seq_lens = nullptr;
-  const int32_t* block_tables = nullptr;
-  int32_t n_seqs = 0, max_blocks_per_seq = 0;
-  int32_t n_heads = 0, group = 1, head_dim = 0, block_size = 1;
-  int32_t window = 0;  // > 0: keys j with position - j < window
-  bool causal = true;
-  float scale = 1.0f;
-  float softcap = 0.0f;  // > 0: s = softcap * tanh(s / softcap)
+// The settings and arrays, and the group size (heads per KV head).
+struct Attention : PagedAttention {
+  int32_t group = 1;
 };
-
-// The sequence holding token t: the last s with query_start[s] <= t, or -1
-// when t is in none (the reference leaves such a token's output alone).
-// query_start is non-decreasing (the host checks), empty sequences allowed.
-__device__ int32_t sequence_of(const int32_t* query_start, int32_t n_seqs, int64_t t) {
-  if (n_seqs <= 0 || t < query_start[0] || t >= query_start[n_seqs]) return -1;
-  int32_t lo = 0, hi = n_seqs - 1;  // query_start[lo] <= t throughout
-  while (lo < hi) {
-    const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (query_start[mid] <= t) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
 
 // Per-warp online-softmax states, merged at the end of an item.
 struct WarpStates {
@@ -212,25 +186,8 @@ gpuError_t paged_attention(const AttentionArgs& a, gpuStream_t s) {
     return gpuErrorInvalidValue;
   if (a.workspace) return launch_paged_attention_tiled(a, s);
   Attention k;
-  k.q = a.q;
-  k.out = a.out;
-  k.k_pool = a.k_pool;
-  k.v_pool = a.v_pool;
-  k.positions = a.positions;
-  k.query_start = a.query_start;
-  k.seq_lens = a.seq_lens;
-  k.block_tables = a.block_tables;
-  k.n_seqs = a.n_seqs;
-  k.max_blocks_per_seq = a.max_blocks_per_seq;
-  k.n_heads = p.n_heads;
+  static_cast<PagedAttention&>(k) = paged_attention_of(a);
   k.group = p.n_heads / p.n_kv_heads;
-  k.head_dim = p.head_dim;
-  k.block_size = p.block_size;
-  k.window = p.window;
-  k.causal = p.causal;
-  // The reference's f32 scale (it widens this very value to f64).
-  k.scale = p.scale != 0.0f ? p.scale : 1.0f / sqrtf((float)p.head_dim);
-  k.softcap = p.softcap;
   const int64_t n_items = a.n_tokens * p.n_heads;
   const unsigned blocks = (unsigned)(n_items < kMaxBlocks ? n_items : kMaxBlocks);
   paged_attention_kernel<<<blocks, kThreads, 0, s>>>(k, n_items);

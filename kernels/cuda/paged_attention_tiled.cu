@@ -123,36 +123,11 @@ Schedule schedule_of(const AttentionParams& p, int64_t n_tokens, int32_t n_seqs,
   return sc;
 }
 
-struct Tiled {
-  const float* q = nullptr;
-  float* out = nullptr;
-  const float* k_pool = nullptr;
-  const float* v_pool = nullptr;
-  const int32_t* positions = nullptr;
-  const int32_t* query_start = nullptr;
-  const int32_t* seq_lens = nullptr;
-  const int32_t* block_tables = nullptr;
+struct Tiled : PagedAttention {
   float* partials = nullptr;  // split only: [n_tokens, n_heads, chunk_slots, head_dim + 2]
   int64_t n_tokens = 0, n_blocks = 0;
-  int32_t n_seqs = 0, max_blocks_per_seq = 0;
-  int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0, block_size = 1;
-  int32_t window = 0;
-  bool causal = true;
-  float scale = 1.0f, softcap = 0.0f;
   Schedule sc;
 };
-
-// The sequence holding token t, or -1 (as paged_attention.cu's).
-__device__ int32_t sequence_of(const int32_t* query_start, int32_t n_seqs, int64_t t) {
-  if (n_seqs <= 0 || t < query_start[0] || t >= query_start[n_seqs]) return -1;
-  int32_t lo = 0, hi = n_seqs - 1;
-  while (lo < hi) {
-    const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (query_start[mid] <= t) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
 
 // Token t's visible keys [first, len) in sequence s, len kept within the block table row.
 __device__ inline void visible_keys(const Tiled& a, int64_t t, int32_t s, int64_t& first, int64_t& len) {
@@ -421,28 +396,10 @@ __global__ void __launch_bounds__(kThreads) paged_attention_merge_kernel(const T
 }
 
 Tiled tiled_args(const AttentionArgs& a) {
-  const AttentionParams& p = a.p;
   Tiled k;
-  k.q = a.q;
-  k.out = a.out;
-  k.k_pool = a.k_pool;
-  k.v_pool = a.v_pool;
-  k.positions = a.positions;
-  k.query_start = a.query_start;
-  k.seq_lens = a.seq_lens;
-  k.block_tables = a.block_tables;
+  static_cast<PagedAttention&>(k) = paged_attention_of(a);
   k.partials = static_cast<float*>(a.workspace);
   k.n_tokens = a.n_tokens;
-  k.n_seqs = a.n_seqs;
-  k.max_blocks_per_seq = a.max_blocks_per_seq;
-  k.n_heads = p.n_heads;
-  k.n_kv_heads = p.n_kv_heads;
-  k.head_dim = p.head_dim;
-  k.block_size = p.block_size;
-  k.window = p.window;
-  k.causal = p.causal;
-  k.scale = p.scale != 0.0f ? p.scale : 1.0f / sqrtf((float)p.head_dim);  // the reference's f32 scale
-  k.softcap = p.softcap;
   return k;
 }
 
