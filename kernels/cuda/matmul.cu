@@ -63,8 +63,8 @@ GemmPath gemm_path_for(const gpuDeviceProp_t& p) {
 
 const char* matmul_gemm_path(const gpuDeviceProp_t& p) {
   switch (gemm_path_for(p)) {
-    case GemmPath::mma_sync_f16: return "prefill GEMM: mma.sync f16 (sm_80+)";
-    case GemmPath::mfma_f16: return "prefill GEMM: MFMA f16 (gfx908/gfx90a)";
+    case GemmPath::mma_sync_f16: return "prefill GEMM: mma.sync f16 (sm_80+; f32 and bf16 weights: tiled f32)";
+    case GemmPath::mfma_f16: return "prefill GEMM: MFMA f16 (gfx908/gfx90a; f32 and bf16 weights: tiled f32)";
     case GemmPath::tiled_f32: break;
   }
   return "prefill GEMM: tiled f32 (no matrix unit)";
