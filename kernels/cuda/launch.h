@@ -51,8 +51,9 @@ gpuError_t matmul(const MatmulArgs& a, gpuStream_t s);
 gpuError_t matmul_add(const MatmulAddArgs& a, gpuStream_t s);  // y = x · wᵀ + residual
 bool matmul_reads(DType w);
 // Which prefill GEMM (m > 8) the matmul launchers run on a device with these
-// properties, in words: "prefill GEMM: mma.sync f16 (sm_80+)", "... MFMA f16
-// (gfx908/gfx90a)", or the slower "... tiled f32 (no matrix unit)".
+// properties, in words: "prefill GEMM: mma.sync f16/bf16 (sm_80+; ...)",
+// "... MFMA f16/bf16 (gfx90a; ...)", "... MFMA f16 (gfx908; ...)", or the
+// slower "... tiled f32 (no matrix unit)"; each says which weights stay tiled.
 const char* matmul_gemm_path(const gpuDeviceProp_t& p);
 // The epilogues of the packed matmuls, over the product y[m, n] the matmul
 // wrote: out[m, f] = silu(y[:, :f]) * y[:, f:], and the split of y into q, k, v.

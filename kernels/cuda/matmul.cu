@@ -1,9 +1,13 @@
 // The matmul launchers (kernels/cuda/launch.h): the arguments checked, then
 // the GEMV (m <= kGemvMaxRows: decode, bound by reading w) or a GEMM
 // (prefill): on the matrix units where the current device has them
-// (mma.sync f16 on sm_80+, MFMA f16 on gfx908 / gfx90a) for f16 and every
-// block-type weight, else (and for f32 and bf16 weights) the tiled f32 one. matmul_add is the same kernels with the residual added as each output
-// is stored. The choice is the device's, asked once per device ordinal and
+// (kernels/cuda/matmul_gemm_mma.cu) for f16, bf16 and every block-type
+// weight: mma.sync f16 / bf16 on sm_80+, MFMA f16 / bf16 on gfx90a, MFMA
+// f16 on gfx908 (whose bf16 MFMA is 16x16x8, another k: its bf16 weights
+// take the tiled kernel). f32 weights, and every weight on a device without
+// a matrix unit, take the tiled f32 GEMM: f16 or bf16 tiles would round the
+// weights themselves (x is split in two, f32-level, but w is not). matmul_add
+// is the same kernels with the residual added as each output is stored. The choice is the device's, asked once per device ordinal and
 // cached; matmul_gemm_path names it for `tessera devices`.
 #include <atomic>
 #include <string_view>
@@ -40,9 +44,10 @@ gpuError_t run_matmul(const MatmulArgs& a, const float* residual, gpuStream_t s)
   if (a.m < 0 || a.n < 0 || a.k < 0 || !is_whole_blocks(a.w_dtype, a.k)) return gpuErrorInvalidValue;
   if (a.m == 0 || a.n == 0) return gpuSuccess;
   if (a.m <= kGemvMaxRows) return launch_matmul_gemv(a, residual, s);
-  // f32 and bf16 weights keep f32 staging: rounding them to f16 would change
-  // the weights themselves (bf16's range is f32's; f32 has 13 more bits).
-  if (a.w_dtype == DType::f32 || a.w_dtype == DType::bf16 || current_gemm_path() == GemmPath::tiled_f32)
+  // f32 weights keep f32 staging: 16-bit tiles would round the weights
+  // themselves (x is split in two there; w is staged once).
+  const GemmPath path = current_gemm_path();
+  if (a.w_dtype == DType::f32 || path == GemmPath::tiled_f32 || (a.w_dtype == DType::bf16 && path == GemmPath::mfma_f16))
     return launch_matmul_gemm_tiled(a, residual, s);
   return launch_matmul_gemm_mma(a, residual, s);
 }
@@ -53,18 +58,22 @@ GemmPath gemm_path_for(const gpuDeviceProp_t& p) {
 #if defined(TESSERA_GPU_HIP)
   // "gfx90a:sramecc+:xnack-": the kernel's MFMA body is built for these two
   // targets only (gfx94x has MFMA too, but this build's hipcc has no gfx94x).
+  // gfx908's bf16 MFMA is 16x16x8 (another k than the kernel's 16): f16 only there.
   const std::string_view arch = p.gcnArchName;
-  if (arch.substr(0, 6) == "gfx908" || arch.substr(0, 6) == "gfx90a") return GemmPath::mfma_f16;
+  if (arch.substr(0, 6) == "gfx90a") return GemmPath::mfma_f16_bf16;
+  if (arch.substr(0, 6) == "gfx908") return GemmPath::mfma_f16;
 #else
-  if (p.major >= 8) return GemmPath::mma_sync_f16;
+  if (p.major >= 8) return GemmPath::mma_sync;
 #endif
   return GemmPath::tiled_f32;
 }
 
 const char* matmul_gemm_path(const gpuDeviceProp_t& p) {
   switch (gemm_path_for(p)) {
-    case GemmPath::mma_sync_f16: return "prefill GEMM: mma.sync f16 (sm_80+; f32 and bf16 weights: tiled f32)";
-    case GemmPath::mfma_f16: return "prefill GEMM: MFMA f16 (gfx908/gfx90a; f32 and bf16 weights: tiled f32)";
+    case GemmPath::mma_sync: return "prefill GEMM: mma.sync f16/bf16 (sm_80+; f32 weights: tiled f32)";
+    case GemmPath::mfma_f16_bf16: return "prefill GEMM: MFMA f16/bf16 (gfx90a; f32 weights: tiled f32)";
+    case GemmPath::mfma_f16:
+      return "prefill GEMM: MFMA f16 (gfx908; f32 weights, and bf16 (no 16x16x16 bf16 MFMA): tiled f32)";
     case GemmPath::tiled_f32: break;
   }
   return "prefill GEMM: tiled f32 (no matrix unit)";

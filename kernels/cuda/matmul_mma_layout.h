@@ -18,6 +18,9 @@
 // B[k][j] element k % 4 of lane j + 16(k / 4)'s, D[i][j] float i % 4 of lane
 // j + 16(i / 4).
 //
+// The bf16 forms (mma.sync .f32.bf16.bf16.f32; v_mfma_f32_16x16x16bf16_1k,
+// gfx90a) read the same fragments, element for element, as the f16 ones.
+//
 // The weights are staged as ws[n][k] (a weight row per shared row), which is
 // B = wᵀ in the "col" (k-contiguous) order both instructions read, so a lane's
 // B registers are consecutive halves of one ws row, as its A registers are
@@ -71,6 +74,12 @@ TS_HD constexpr int mfma_ab_k(int lane) { return 4 * (lane / 16); }
 // Accumulator float i: row and column within the 16 × 16 D tile.
 TS_HD constexpr int mfma_d_row(int lane, int i) { return 4 * (lane / 16) + i; }
 TS_HD constexpr int mfma_d_col(int lane) { return lane % 16; }
+
+// f32 bits to bf16 bits, round to nearest even (NaN stays a quiet NaN).
+TS_HD constexpr unsigned short bf16_bits_rn(unsigned int f) {
+  if ((f & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((f >> 16) | 0x40u);
+  return (unsigned short)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+}
 
 static_assert(4 * kMmaWarpM == kTileM && 2 * kMmaWarpN == kTileN && kThreads / 32 == 8);
 static_assert(16 * kMmaTilesM == kMmaWarpM && 8 * kMmaTilesN == kMmaWarpN);

@@ -92,12 +92,13 @@ gpuError_t measure_matrix_rate(MatrixRate& r, gpuStream_t s) {
   auto launch = [&] {
     switch (path) {
 #if !defined(TESSERA_GPU_HIP)
-      case GemmPath::mma_sync_f16:
+      case GemmPath::mma_sync:
         mma_sync_rate_kernel<<<blocks, kThreads, 0, s>>>(nullptr, 0);
         flops = warps * kIters * kChains * (2.0 * 16 * 8 * 16);
         r.what = "mma.sync m16n8k16 f16, f32 sums";
         break;
 #else
+      case GemmPath::mfma_f16_bf16:
       case GemmPath::mfma_f16:
         mfma_rate_kernel<<<blocks, kThreads, 0, s>>>(nullptr, 0);
         flops = warps * kIters * kChains * (2.0 * 16 * 16 * 16);

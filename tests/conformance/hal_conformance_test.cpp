@@ -72,11 +72,9 @@ const DType kWeightTypes[] = {DType::f32,  DType::f16,  DType::bf16, DType::q8_0
 // states how it rounds x (x_rounding below), to the reference on x rounded
 // that way by the test's own oracle, within 1e-5: that pins the block size,
 // the scale and its f16 rounding, and the round-to-even.
-// Plain weights keep x in f32, within 1e-5 of the reference, except where
-// a backend states that it rounds x to f16 (f16_staging below): the CUDA
-// and ROCm GEMMs on the matrix units (m > 8, f16 weights; kernels/cuda/
-// matmul.cu) multiply f16 x by the f16 weights exactly and sum in f32, so
-// they are held within 1e-5 of the reference on x rounded to f16 instead.
+// Plain weights: within 1e-5 of the reference on every device (the CUDA
+// and ROCm GEMMs on the matrix units, m > 8 with f16 and bf16 weights, split
+// x into two 16-bit parts to get there: kernels/cuda/matmul_gemm_mma.cu).
 
 // How a backend rounds x for a matmul with `wdt` weights; nullopt: not stated.
 std::optional<Q8Grid> x_rounding(const std::string& label, DType wdt) {
@@ -89,18 +87,6 @@ std::optional<Q8Grid> x_rounding(const std::string& label, DType wdt) {
   }
   if (backend == "vulkan") return ggml_q8_grid(wdt);  // kernels/vulkan/q8_round_rows.comp, every block type
   return std::nullopt;
-}
-
-// Whether a device may stage x as f16 for m rows of `wdt` weights: the
-// CUDA and ROCm prefill GEMMs on the matrix units, where the device has them.
-bool f16_staging(const std::string& label, DType wdt, int64_t m) {
-  const std::string backend = label.substr(0, label.find(':'));
-  return (backend == "cuda" || backend == "rocm") && wdt == DType::f16 && m > 8;
-}
-
-std::vector<float> rounded_to_f16(std::vector<float> x) {
-  for (float& v : x) v = f16_to_f32(f32_to_f16(v));
-  return x;
 }
 
 }  // namespace
@@ -141,17 +127,6 @@ TEST_CASE("matmul matches the reference on every device for every weight dtype, 
       on_every_device(c, OpKind::matmul, wdt, [&](const DeviceUnderTest& d, const auto& out) {
         const std::vector<float> y = from_bytes<float>(out[0]);
         if (!grid.block) {
-          if (f16_staging(d.label, wdt, s.m) && rel_error(y, expect) > 1e-5) {
-            const std::vector<float> xh = rounded_to_f16(x);
-            std::vector<float> expect_h(expect.size());
-            MatmulArgs ah = a;
-            ah.x = xh.data();
-            ah.y = expect_h.data();
-            ref::matmul(ah);
-            INFO(d.label << " on the matrix units: x rounded to f16");
-            CHECK(rel_error(y, expect_h) <= 1e-5);
-            return;
-          }
           CHECK(rel_error(y, expect) <= 1e-5);
           return;
         }
