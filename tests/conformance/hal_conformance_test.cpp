@@ -12,7 +12,6 @@
 #include <type_traits>
 
 #include "conformance.h"
-#include "core/half.h"
 #include "hal_harness.h"
 
 using namespace tessera;
