@@ -37,5 +37,19 @@ inline void run_all(EngineSetup base, void (*configure)(EngineSetup&), int64_t s
   }
 }
 
+// The engine on another backend's device: every reference case staggered,
+// then again chunked 7 tokens at a time with a pool small enough to preempt.
+inline void run_all_on_backend(const std::string& backend) {
+  EngineSetup base;
+  base.backend = backend;
+  run_all(base, [](EngineSetup&) {}, 5);
+  int64_t preemptions = 0;
+  run_all(base, [](EngineSetup& s) {
+    s.ctx = 256;
+    s.kv_blocks = 24;
+    s.config.scheduler.max_prefill_chunk = 7;
+  }, 0, false, &preemptions);
+  CHECK(preemptions > 0);
+}
 
 }  // namespace tessera::testing

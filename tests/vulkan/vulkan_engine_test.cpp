@@ -10,14 +10,5 @@ using namespace tessera;
 using namespace tessera::testing;
 
 TEST_CASE("vulkan: engine reference cases, staggered, chunked and preempted, give run.c's ids" * needs(vulkan_tests())) {
-  EngineSetup base;
-  base.backend = "vulkan";
-  run_all(base, [](EngineSetup&) {}, 5);
-  int64_t preemptions = 0;
-  run_all(base, [](EngineSetup& s) {
-    s.ctx = 256;
-    s.kv_blocks = 24;
-    s.config.scheduler.max_prefill_chunk = 7;
-  }, 0, false, &preemptions);
-  CHECK(preemptions > 0);
+  run_all_on_backend("vulkan");
 }
