@@ -76,6 +76,7 @@ Expected<std::shared_ptr<GpuContext>> GpuContext::open(int ordinal, const Device
   if (const gpuError_t e = kernels::check_kernel_image(); e != gpuSuccess)
     return unsupported(gpu_failed("gpuFuncGetAttributes(image_probe)", e).message() + ": this build's kernels (" + built +
                        ") do not load on " + info.arch);
+  kernels::prepare_launchers();
   TS_GPU_TRY(gpuStreamCreateWithFlags(&ctx->alloc_stream_, gpuStreamNonBlocking));
   gpuMemPool_t pool = nullptr;
   TS_GPU_TRY(gpuDeviceGetDefaultMemPool(&pool, ordinal));

@@ -17,6 +17,11 @@ using namespace tessera::kernels;
 // with an error (no kernel image for the device) where it has none.
 gpuError_t check_kernel_image();
 
+// Asks the current device, once, what the launchers choose by (the prefill
+// GEMM's matrix unit), so that no launch queries the device later, inside a
+// graph capture. Called when a device is opened.
+void prepare_launchers();
+
 // kernels/cuda/elementwise.cu: one pass over n elements, or rows of cols.
 gpuError_t add(const AddArgs& a, gpuStream_t s);
 gpuError_t mul(const MulArgs& a, gpuStream_t s);

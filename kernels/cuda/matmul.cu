@@ -79,6 +79,8 @@ const char* matmul_gemm_path(const gpuDeviceProp_t& p) {
   return "prefill GEMM: tiled f32 (no matrix unit)";
 }
 
+void prepare_launchers() { (void)current_gemm_path(); }
+
 bool matmul_reads(DType w) { return is_plain_float(w) || is_block_type(w); }
 
 gpuError_t matmul(const MatmulArgs& a, gpuStream_t s) { return run_matmul(a, nullptr, s); }
