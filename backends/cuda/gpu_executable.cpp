@@ -109,7 +109,11 @@ Status GpuExecutable::bind_dispatches() {
 }
 
 GpuExecutable::~GpuExecutable() {
+  if (graphs_.empty()) return;
   (void)ctx_->make_current();
+  // A replay may still be queued on some stream: drained first, as the
+  // buffers it reads are (executables go at model unload, never per step).
+  (void)gpuDeviceSynchronize();
   for (Graph& g : graphs_) (void)gpuGraphExecDestroy(g.exec);
 }
 
