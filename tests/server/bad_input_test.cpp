@@ -141,6 +141,16 @@ TEST_CASE("with --api-key, /v1 routes need 'Authorization: Bearer KEY', and /hea
   CHECK(ok.status == 200);
   CHECK(c.Get("/health")->status == 200);
   CHECK(c.Get("/metrics")->status == 200);
+
+  // One kept-alive connection: a refused request's body must not be left on
+  // it to be read as the next request (which then got a bogus 400).
+  auto kept = server.client();
+  kept.set_keep_alive(true);
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    check_error(post_json(kept, "/v1/completions", body, {{"Authorization", "Bearer wrong-key!"}}), 401);
+    CHECK(post_json(kept, "/v1/completions", body, {{"Authorization", "Bearer sekrit-key"}}).status == 200);
+  }
 }
 
 TEST_CASE("/v1/models names the served model, /health is 200 once loaded, and --max-tokens-limit bounds max_tokens") {

@@ -135,31 +135,44 @@ struct Server {
     send_json(res, 200, {{"prompt", *text}});
   }
 
+  // The API key, checked in each route's handler, once httplib has read the
+  // body. A 401 from httplib's pre-routing handler (which runs before the
+  // body is read) left the body on a kept-alive connection, where it was
+  // read as the next request: that request got a bogus 400 (the openai npm
+  // client, whose connections are pooled, met it now and then).
+  bool authorized(const httplib::Request& req, httplib::Response& res) const {
+    if (opt.api_key.empty()) return true;
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (auth.compare(0, prefix.size(), prefix) == 0 && same_key(auth.substr(prefix.size()), opt.api_key)) return true;
+    send_error(res, {401, "invalid or missing API key (Authorization: Bearer KEY)", "authentication_error", ""});
+    return false;
+  }
+
+  // A handler behind the API key (/health and /metrics stay open to probes and scrapers).
+  template <typename Handler>
+  httplib::Server::Handler keyed(Handler h) {
+    return [this, h](const httplib::Request& q, httplib::Response& r) {
+      if (authorized(q, r)) h(q, r);
+    };
+  }
+
   void routes() {
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      // /health and /metrics stay open to probes and scrapers.
-      if (opt.api_key.empty() || req.path == "/health" || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
-      const std::string auth = req.get_header_value("Authorization");
-      const std::string prefix = "Bearer ";
-      const bool ok = auth.compare(0, prefix.size(), prefix) == 0 && same_key(auth.substr(prefix.size()), opt.api_key);
-      if (ok) return httplib::Server::HandlerResponse::Unhandled;
-      send_error(res, {401, "invalid or missing API key (Authorization: Bearer KEY)", "authentication_error", ""});
-      return httplib::Server::HandlerResponse::Handled;
-    });
-    http.Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& r) { generate(Endpoint::completions, q, r); });
-    http.Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& r) { generate(Endpoint::chat_completions, q, r); });
-    http.Post("/tokenize", [this](const httplib::Request& q, httplib::Response& r) { tokenize(q, r); });
-    http.Post("/detokenize", [this](const httplib::Request& q, httplib::Response& r) { detokenize(q, r); });
+    http.Post("/v1/completions", keyed([this](const httplib::Request& q, httplib::Response& r) { generate(Endpoint::completions, q, r); }));
+    http.Post("/v1/chat/completions",
+              keyed([this](const httplib::Request& q, httplib::Response& r) { generate(Endpoint::chat_completions, q, r); }));
+    http.Post("/tokenize", keyed([this](const httplib::Request& q, httplib::Response& r) { tokenize(q, r); }));
+    http.Post("/detokenize", keyed([this](const httplib::Request& q, httplib::Response& r) { detokenize(q, r); }));
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       if (ctx.shutting_down) return send_json(res, 503, {{"status", "shutting down"}});
       if (!ctx.engine.load()) return send_json(res, 503, {{"status", "loading"}});
       send_json(res, 200, {{"status", "ok"}});
     });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    http.Get("/v1/models", keyed([this](const httplib::Request&, httplib::Response& res) {
       json m = {{"id", opt.served_model_name}, {"object", "model"}, {"created", (int64_t)std::time(nullptr)}, {"owned_by", "tessera"}};
       if (Engine* e = ctx.engine.load()) m["max_model_len"] = e->max_context();
       send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
-    });
+    }));
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       Engine* e = ctx.engine.load();
       res.set_content(ctx.metrics.text(e ? e->metrics() : EngineMetrics{}), "text/plain; version=0.0.4");
