@@ -1,5 +1,6 @@
 #include "backends/cuda/gpu_executable.h"
 
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -168,8 +169,7 @@ Status GpuExecutable::run(const StepArgs& args, GpuStream& stream) {
     TS_TRY(upload_step(args, stream));
     return launch_all(args, stream.handle());
   }
-  int32_t logit_rows = args.n_logit_rows > 0 ? 1 : 0;
-  while (logit_rows < args.n_logit_rows) logit_rows *= 2;
+  const int32_t logit_rows = args.n_logit_rows > 0 ? (int32_t)std::bit_ceil((uint32_t)args.n_logit_rows) : 0;
   pad_step(args, plan_.bucket, std::min(logit_rows, plan_.bucket.max_logit_rows), padded_);
   const StepArgs padded = padded_.args();
   TS_ASSIGN_OR_RETURN(gpuGraphExec_t graph, graph_for(padded));

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "core/half.h"
+#include "core/quant.h"
 #include "engine/bench/matmul_roofs.h"
 #include "engine/bench/stats.h"
 #include "graph/builder.h"
@@ -50,20 +50,17 @@ std::vector<float> random_floats(size_t n, std::mt19937& gen, float scale = 1.0f
   return v;
 }
 
+// Block types: random codes with valid scales; plain types (f32, f16, bf16): random values encoded.
 std::vector<std::byte> random_weights(DType t, int64_t n, int64_t k, std::mt19937& gen) {
   if (traits(t).quantized) return random_blocks(t, n, k, gen);
   const std::vector<float> f = random_floats((size_t)(n * k), gen, 0.05f);
-  if (t == DType::f32) return f32_bytes(f);
-  std::vector<std::byte> b((size_t)(n * k) * 2);
-  for (size_t i = 0; i < f.size(); ++i) {
-    const uint16_t h = t == DType::f16 ? f32_to_f16(f[i]) : f32_to_bf16(f[i]);
-    std::memcpy(b.data() + 2 * i, &h, 2);
-  }
+  std::vector<std::byte> b(bytes_for(t, n * k));
+  quantize_row(t, f.data(), b.data(), n * k);
   return b;
 }
 
-// A one-node plan compiled on the device with its weights imported and its
-// pools allocated (filled with `pool_fill`), by input name "in<i>".
+// A one-node plan compiled on the device, its inputs bound by name "in<i>":
+// weights imported, pools allocated and filled from their bytes.
 struct OpPlan {
   std::vector<std::unique_ptr<Buffer>> owned;
   std::unique_ptr<Executable> exe;
