@@ -1,5 +1,6 @@
-// AVX-512 VNNI q4_1, q5_0, q5_1 and iq4_nl x q8 tiles, in q8_0's shape
-// (q8_0_gemm__avx512vnni.cpp): the 16 code bytes of four weight rows' block
+// AVX-512 VNNI q4_1, q5_0, q5_1 and iq4_nl x q8 tiles of 4 x rows by 4
+// weight rows (q8_0 and q4_0 run on panels instead,
+// block32_panel_gemm__avx512vnni.cpp): the 16 code bytes of four weight rows' block
 // fill one register, its low nibbles (elements 0-15 of each row) meet x's
 // first 16 bytes broadcast to the four 128-bit lanes in one dpbusd and its
 // high nibbles (elements 16-31) x's other 16 in another, so lanes 4r..4r+3

@@ -22,24 +22,23 @@ namespace tessera::kernels::cpu::detail {
 // min needs sum(x)) the corr region holds instead
 //   float   s[nb]          s = d * sum(q), so that a block's min term is
 //                          m * s (ggml's q8_1 keeps s the same way)
-// For every weight type but q4_0 the avx512_vnni family folds corr to its
+// For the other weight types (not q8_0, q4_0) the avx512_vnni family folds corr to its
 // tile's lanes, int32_t corr[nb * 4], lane j = lanes j + (j + 4) of the
 // above (that tile's lane j takes bytes 4j..4j+3 and 16+4j..19+4j), so that
 // 4 x rows (52 bytes a block each) sit in L1 beside the weights; it keeps s
 // per lane too, float s[nb * 4], lane j = d * (the codes of its lane j), so
 // that its tile's lanes take the min term as they take the dot.
-// For q4_0 weights the avx512_vnni family uses a pair layout instead, so
-// that one dpbusd serves half of two blocks (a q4_0 block is 16 bytes):
-// per pair p of blocks (2p, 2p+1; a missing last partner is all zero)
-//   int8_t  qs[64]   x[2p][0..15], x[2p+1][0..15], x[2p][16..31], x[2p+1][16..31]
-//   int32_t corr[8]  lanes 0-3: -8 * sums of x[2p] at 4l..4l+3 and 16+4l..19+4l; 4-7: same for 2p+1
-//   float   d[8]     d[2p] x 4, d[2p+1] x 4
-// stored as qs of all pairs, then corr, then d. A layout is read only by the
-// tiles of the ISA family whose quantize_row wrote it.
+// For q8_0 and q4_0 weights the avx512_vnni family uses a lanes layout
+// instead, for its panel kernels (block32_panel_gemm__avx512vnni.cpp), whose
+// vector lanes are weight rows and which take a block's whole dot in a lane:
+//   int8_t  qs[nb * 32]    as above
+//   int32_t corr[nb]       -c * (q[0] + ... + q[31]), c = qx_correction(w_dtype)
+//   float   d[nb]          the scale
+// A layout is read only by the tiles of the ISA family whose quantize_row wrote it.
 // (Unnamed namespace: the ISA files include these under their own target
 // flags, and internal linkage keeps each copy in its own file.)
 namespace {
-// Room for either layout: (nb + 1) blocks of 68 bytes cover ceil(nb/2) pairs of 128.
+// Room for every layout (68 bytes a block at most), and a block over.
 inline int64_t qx_row_bytes(int64_t k) {
   const int64_t nb = k / kQK8_0;
   return ((nb + 1) * (32 + 32 + 4) + 63) / 64 * 64;
@@ -66,6 +65,11 @@ inline const int32_t* qx_corr(const std::byte* row, int64_t nb) {
 }
 inline const float* qx_d(const std::byte* row, int64_t nb) { return reinterpret_cast<const float*>(row + nb * 64); }
 inline const float* qx_s(const std::byte* row, int64_t nb) { return reinterpret_cast<const float*>(row + nb * 32); }
+// The lanes layout's corr and d.
+inline const int32_t* qx_lane_corr(const std::byte* row, int64_t nb) {
+  return reinterpret_cast<const int32_t*>(row + nb * 32);
+}
+inline const float* qx_lane_d(const std::byte* row, int64_t nb) { return reinterpret_cast<const float*>(row + nb * 36); }
 }  // namespace
 
 // Where a quantized tile finds its weight blocks: row r's block b is at
@@ -95,6 +99,15 @@ inline void block_rows(const QWeightRows& w, BlockRow<Block> (&rows)[NR]) {
 }
 }  // namespace
 
+// Up to 16 weight rows for a panel kernel: row r's block b at row[r] +
+// b * block_stride[r], for r < nr (either weight layout: in rows_x4 a short
+// last group's rows have a stride of their own).
+struct QPanelRows {
+  const std::byte* row[16] = {};
+  int64_t block_stride[16] = {};
+  int nr = 0;
+};
+
 // Quantizes one x row of k floats (k a multiple of 32) for weights of w_dtype.
 using QuantizeRowFn = void (*)(DType w_dtype, const float* x, int64_t k, std::byte* row);
 
@@ -104,6 +117,12 @@ using QuantizeRowFn = void (*)(DType w_dtype, const float* x, int64_t k, std::by
 // Quantized: x rows are qx rows (stride x_stride bytes), w rows are blocks.
 using QTileFn = void (*)(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
                          int64_t ldy);
+// y[i * ldy + 16 * g + r] = dot(x row i, groups[g] row r) for every i < m,
+// g < n_groups, r < groups[g].nr <= 16: each group's rows are unpacked per
+// k-slice and block of x rows, and the block's rows pass over them. Each
+// output takes the same operations whatever m (GEMV included).
+using QPanelFn = void (*)(const std::byte* x, int64_t x_stride, int64_t m, const QPanelRows* groups, int n_groups,
+                          int64_t k, float* y, int64_t ldy);
 // Plain: x rows are f32 (stride ldx floats), w rows are f32/f16/bf16.
 using FTileFn = void (*)(const float* x, int64_t ldx, int mr, const std::byte* w, int64_t w_stride, int nr, int64_t k,
                          float* y, int64_t ldy);
@@ -114,6 +133,9 @@ struct IsaKernels {
   QuantizeRowFn quantize_row;
   // x rows as qx rows (above), one block of 32 per weight block.
   QTileFn q8_0_tile, q4_0_tile, q4_1_tile, q5_0_tile, q5_1_tile, iq4_nl_tile;
+  // Where set, these run q8_0 / q4_0 at every row count instead of the tiles
+  // (null tiles then), over the lanes layout.
+  QPanelFn q8_0_panel = nullptr, q4_0_panel = nullptr;
   // x rows as q8_K blocks (q8_K_activations.h), in the element order this
   // family's quantize_row_K writes them, weights in their GGUF layout.
   QuantizeRowFn quantize_row_K;
@@ -174,8 +196,8 @@ void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void quantize_row_K__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
-void q8_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
-void q4_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q8_0_panel__avx512vnni(const std::byte*, int64_t, int64_t, const QPanelRows*, int, int64_t, float*, int64_t);
+void q4_0_panel__avx512vnni(const std::byte*, int64_t, int64_t, const QPanelRows*, int, int64_t, float*, int64_t);
 void q4_1_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q5_0_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q5_1_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);

@@ -1,4 +1,8 @@
 // Matmul dispatch, blocking and threading, shared by every ISA family.
+//   q8_0, q4_0 on avx512_vnni: x rows are quantized to q8 blocks in the
+//               workspace, then the weights go in groups of 16 rows to the
+//               panel kernels, which unpack each group once and pass every
+//               x row over it (block32_panel_gemm__avx512vnni.cpp).
 //   q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl: x rows are quantized to q8 blocks
 //               of 32 in the workspace (with per-block sums for q4_1 and
 //               q5_1's mins, as ggml's q8_1), then the ISA's integer tiles
@@ -99,6 +103,57 @@ void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& i
   });
 }
 
+// The panel kernels (isa_kernels.h), or null where the family has none for t.
+detail::QPanelFn qx_panel(const detail::IsaKernels& isa, DType t) {
+  switch (t) {
+    case DType::q8_0: return isa.q8_0_panel;
+    case DType::q4_0: return isa.q4_0_panel;
+    default: return nullptr;
+  }
+}
+
+// x rows to q8 blocks in the workspace, then the panel kernel over groups of
+// 16 weight rows, kPanelCall groups a call (their panels pass over the same
+// x rows while those sit in L2). chunk_bytes per 4-row x tile, as blocked()
+// counts it, sets the least work a parallel item covers; an item is at
+// least one call where that leaves each thread two items or more.
+void panel_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QPanelFn panel_fn) {
+  constexpr int64_t kPanelRows = 16, kPanelCall = 8;
+  const int64_t xs = detail::qx_row_bytes(a.k);
+  auto* qx = static_cast<std::byte*>(a.workspace);
+  detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) isa.quantize_row(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
+  });
+  const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
+  const int64_t block_bytes = traits(a.w_dtype).block_bytes;
+  const bool x4 = a.w_layout == WeightLayout::rows_x4;
+  const auto* w = static_cast<const std::byte*>(a.w);
+  const int64_t groups = (a.n + kPanelRows - 1) / kPanelRows;
+  const int64_t chunk_bytes = a.tile.chunk_bytes > 0 ? a.tile.chunk_bytes : kChunkBytes;
+  const int64_t x_tiles = (a.m + kMR - 1) / kMR;
+  int64_t grain = std::max<int64_t>(1, chunk_bytes / (kPanelRows * row_bytes * x_tiles));
+  if (groups >= 2 * pf.num_threads() * kPanelCall) grain = std::max(grain, kPanelCall);
+  detail::parallel_for(pf, groups, grain, [&](int64_t g0, int64_t g1) {
+    for (int64_t gc = g0; gc < g1; gc += kPanelCall) {
+      const int64_t ge = std::min(g1, gc + kPanelCall);
+      detail::QPanelRows rows[kPanelCall];
+      for (int64_t g = gc; g < ge; ++g) {
+        detail::QPanelRows& q = rows[g - gc];
+        const int64_t n0 = g * kPanelRows;
+        q.nr = (int)(std::min(a.n, n0 + kPanelRows) - n0);
+        for (int r = 0; r < q.nr; ++r) {
+          const int64_t row = n0 + r, group0 = row / kRowsX4Group * kRowsX4Group;
+          // rows_x4 (core/weight_layout.h): slot row - group0 of a group of width min(4, n - group0).
+          q.row[r] = x4 ? w + group0 * row_bytes + (row - group0) * block_bytes : w + row * row_bytes;
+          q.block_stride[r] = x4 ? std::min<int64_t>(kRowsX4Group, a.n - group0) * block_bytes : block_bytes;
+        }
+      }
+      panel_fn(qx, xs, a.m, rows, (int)(ge - gc), a.k, a.y + gc * kPanelRows, a.n);
+      epilogue(a, 0, a.m, gc * kPanelRows, std::min(a.n, ge * kPanelRows));
+    }
+  });
+}
+
 // The tiles over qx rows (isa_kernels.h), or null for a type without them.
 detail::QTileFn qx_tile(const detail::IsaKernels& isa, DType t) {
   switch (t) {
@@ -176,12 +231,12 @@ bool onednn_sgemm(const MatmulArgs& a, ParallelFor& pf) {
 bool matmul_supports(DType w_dtype) {
   if (w_dtype == DType::f32 || w_dtype == DType::f16 || w_dtype == DType::bf16) return true;
   const detail::IsaKernels& isa = detail::active_kernels();
-  return qx_tile(isa, w_dtype) != nullptr || q8_K_tile(isa, w_dtype) != nullptr;
+  return qx_panel(isa, w_dtype) != nullptr || qx_tile(isa, w_dtype) != nullptr || q8_K_tile(isa, w_dtype) != nullptr;
 }
 
 size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k) {
   const detail::IsaKernels& isa = detail::active_kernels();
-  if (qx_tile(isa, w_dtype) != nullptr) return (size_t)(m * detail::qx_row_bytes(k));
+  if (qx_panel(isa, w_dtype) != nullptr || qx_tile(isa, w_dtype) != nullptr) return (size_t)(m * detail::qx_row_bytes(k));
   if (q8_K_tile(isa, w_dtype) != nullptr) return (size_t)(m * detail::q8_K_row_bytes(k));
   return 0;
 }
@@ -209,6 +264,7 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
     case DType::f16: return plain(a, pf, isa.f16_tile);
     case DType::bf16: return plain(a, pf, isa.bf16_tile);
     default:
+      if (detail::QPanelFn panel = qx_panel(isa, a.w_dtype)) return panel_quantized(a, pf, isa, panel);
       if (detail::QTileFn tile = qx_tile(isa, a.w_dtype)) return quantized(a, pf, isa, tile);
       if (detail::QTileFn tile = q8_K_tile(isa, a.w_dtype)) return q8_K_quantized(a, pf, isa, tile);
       return;  // matmul_supports admits no other type

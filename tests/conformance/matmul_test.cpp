@@ -86,6 +86,17 @@ TEST_CASE(
   check_shapes(DType::q4_0, kBlockShapes, 105);
 }
 
+// Where the avx512_vnni panel kernels change course: x-row passes of 12 and
+// blocks of 60, weight groups of 16 rows (a short last one) and calls of 8
+// groups, k-slices of 128 blocks (k = 4128: a slice of one block after).
+const std::vector<Shape> kPanelShapes = {{2, 17, 64},   {5, 33, 4128},  {12, 16, 96},  {13, 129, 160},
+                                         {16, 300, 32}, {17, 45, 4160}, {60, 7, 96},   {61, 131, 64},
+                                         {64, 33, 288}, {65, 40, 96},   {512, 19, 64}, {25, 257, 4128}};
+TEST_CASE("q8_0 and q4_0 matmul match reference at the panel kernels' edges (m 2..512, n 7..300, k to 4160) on every ISA") {
+  check_shapes(DType::q8_0, kPanelShapes, 109);
+  check_shapes(DType::q4_0, kPanelShapes, 110);
+}
+
 TEST_CASE("q2_K, q3_K, q4_K, q5_K and q6_K matmul match reference within activation-quantization error at odd shapes on every ISA") {
   for (DType t : {DType::q2_K, DType::q3_K, DType::q4_K, DType::q5_K, DType::q6_K})
     check_shapes(t, kSuperBlockShapes, 106 + (uint64_t)t);
