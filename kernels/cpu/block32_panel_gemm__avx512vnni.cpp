@@ -78,9 +78,28 @@ void unpack_scales(const QPanelRows& w, int64_t b0, int64_t nbs, Panel& p) {
     _mm512_store_ps(p.scale[b], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.scale_f16[b]))));
 }
 
+// Rows 4t..4t+3 of a group regrouped for the few-rows pass: lo (elements
+// 0-15 of each row, row r in 128-bit lane r) and hi (elements 16-31), as
+// dpbusd's unsigned operand.
+struct Regrouped {
+  __m512i lo, hi;
+};
+
 struct Q8_0Format {
   using Block = BlockQ8_0;
   static constexpr DType kType = DType::q8_0;
+  static Regrouped regroup(const QPanelRows& w, int t, int64_t b) {
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const __m512i lo_idx = _mm512_set_epi64(13, 12, 9, 8, 5, 4, 1, 0);
+    const __m512i hi_idx = _mm512_set_epi64(15, 14, 11, 10, 7, 6, 3, 2);
+    auto row = [&](int r) {
+      return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const Block*>(block_at(w, 4 * t + r, b))->qs));
+    };
+    const __m512i w01 = _mm512_inserti64x4(_mm512_castsi256_si512(row(0)), row(1), 1);
+    const __m512i w23 = _mm512_inserti64x4(_mm512_castsi256_si512(row(2)), row(3), 1);
+    return {_mm512_xor_si512(_mm512_permutex2var_epi64(w01, lo_idx, w23), flip),
+            _mm512_xor_si512(_mm512_permutex2var_epi64(w01, hi_idx, w23), flip)};
+  }
   static void unpack(const QPanelRows& w, int64_t b0, int64_t nbs, Panel& p) {
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     for (int64_t b = 0; b < nbs; ++b) {
@@ -101,6 +120,17 @@ struct Q8_0Format {
 struct Q4_0Format {
   using Block = BlockQ4_0;
   static constexpr DType kType = DType::q4_0;
+  static Regrouped regroup(const QPanelRows& w, int t, int64_t b) {
+    auto row = [&](int r) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const Block*>(block_at(w, 4 * t + r, b))->qs));
+    };
+    __m512i v = _mm512_castsi128_si512(row(0));
+    v = _mm512_inserti32x4(v, row(1), 1);
+    v = _mm512_inserti32x4(v, row(2), 2);
+    v = _mm512_inserti32x4(v, row(3), 3);
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    return {_mm512_and_si512(v, low4), _mm512_and_si512(_mm512_srli_epi16(v, 4), low4)};
+  }
   static void unpack(const QPanelRows& w, int64_t b0, int64_t nbs, Panel& p) {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     // 128-bit lanes [qs, qs, qs', qs'] to [low nibbles, high, low', high']:
@@ -172,10 +202,82 @@ void tail_pass(int rem, const Panel& p, int64_t nbs, const std::byte* x, int64_t
 // unpacked again for each block, a few percent of the block's dots.
 constexpr int64_t kBlockRows = 5 * kMaxMR;
 
+// Below kPanelMinRows x rows (decode) a group is not unpacked: each block
+// of its rows is regrouped 4 rows to a register (4 lanes a row), dotted
+// with the x rows, and the 4 registers' lanes are summed to one int32 per
+// row; the sums then take the panel pass's float steps, so the bits are
+// the panel's. Lane 4L + t holds row 4t + L (kLaneRow, its own inverse).
+constexpr int kPanelMinRows = 8;
+// How far ahead of its reads the few-rows pass prefetches each of its 16
+// weight rows (16 streams are more than the hardware prefetcher keeps up).
+constexpr int64_t kFewRowsPrefetchBlocks = 32;
+
+template <typename Format, int MR>
+void few_rows_pass(const QPanelRows& w, int64_t nb, const std::byte* x, int64_t xs, float* y, int64_t ldy) {
+  using Block = typename Format::Block;
+  const __m512i lane_row = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __mmask16 mask = (__mmask16)((1u << w.nr) - 1);
+  const int8_t* xq = qx_qs(x);
+  const int32_t* xc = qx_lane_corr(x, nb);
+  const float* xd = qx_lane_d(x, nb);
+  __m512 acc[MR];
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b, xq += kQK8_0, ++xc, ++xd) {
+    if (b % 2 == 0)
+      for (int r = 0; r < w.nr; ++r) _mm_prefetch(reinterpret_cast<const char*>(block_at(w, r, b + kFewRowsPrefetchBlocks)), _MM_HINT_T0);
+    Regrouped g[4];
+    for (int t = 0; t < 4; ++t) g[t] = Format::regroup(w, t, b);
+    // Four rows' f16 scales a general register (as the 4x4 tiles did), widened, to lane order.
+    long long packed[4];
+    for (int t = 0; t < 4; ++t) {
+      uint64_t v = 0;
+      for (int r = 0; r < 4; ++r) v |= (uint64_t)reinterpret_cast<const Block*>(block_at(w, 4 * t + r, b))->d << (16 * r);
+      packed[t] = (long long)v;
+    }
+    const __m512 ws = _mm512_permutexvar_ps(
+        lane_row, _mm512_cvtph_ps(_mm256_set_epi64x(packed[3], packed[2], packed[1], packed[0])));
+    for (int i = 0; i < MR; ++i) {
+      const int8_t* q = at<int8_t>(xq, i * xs);
+      const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+      const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+      __m512i d[4];
+      for (int t = 0; t < 4; ++t)
+        d[t] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g[t].lo, xlo), g[t].hi, xhi);
+      // Per 128-bit lane L: [d0 lanes 0+2, d1 0+2, d0 1+3, d1 1+3], the same for d2, d3, then their halves.
+      const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[0], d[1]), _mm512_unpackhi_epi32(d[0], d[1]));
+      const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[2], d[3]), _mm512_unpackhi_epi32(d[2], d[3]));
+      const __m512i sum = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+      const __m512i dot = _mm512_add_epi32(sum, _mm512_set1_epi32(*at<int32_t>(xc, i * xs)));
+      const __m512 scale = _mm512_mul_ps(ws, _mm512_set1_ps(*at<float>(xd, i * xs)));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[i]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(y + i * ldy, mask, _mm512_permutexvar_ps(lane_row, acc[i]));
+}
+
+// Passes of up to 4 x rows.
+template <typename Format>
+void few_rows(const std::byte* x, int64_t xs, int m, const QPanelRows& w, int64_t nb, float* y, int64_t ldy) {
+  for (int i = 0; i < m; i += 4) {
+    const std::byte* xi = x + i * xs;
+    float* yi = y + i * ldy;
+    switch (std::min(4, m - i)) {
+      case 1: few_rows_pass<Format, 1>(w, nb, xi, xs, yi, ldy); break;
+      case 2: few_rows_pass<Format, 2>(w, nb, xi, xs, yi, ldy); break;
+      case 3: few_rows_pass<Format, 3>(w, nb, xi, xs, yi, ldy); break;
+      default: few_rows_pass<Format, 4>(w, nb, xi, xs, yi, ldy); break;
+    }
+  }
+}
+
 template <typename Format>
 void panel_gemm(const std::byte* x, int64_t xs, int64_t m, const QPanelRows* groups, int n_groups, int64_t k, float* y,
                 int64_t ldy) {
   const int64_t nb = k / kQK8_0;
+  if (m < kPanelMinRows) {
+    for (int g = 0; g < n_groups; ++g) few_rows<Format>(x, xs, (int)m, groups[g], nb, y + g * kPanelRows, ldy);
+    return;
+  }
   Panel p;
   for (int64_t m0 = 0; m0 < m; m0 += kBlockRows) {
     const int64_t m1 = std::min(m, m0 + kBlockRows);
