@@ -1,18 +1,19 @@
-// AVX-512 VNNI q8_0 and q4_0 matmul on 16-row int8 panels, for every row
-// count (decode's one x row included, so a row's bits never depend on m).
-// A k-slice of 16 weight rows is unpacked once into a panel whose vector j of
-// block b holds, in lane r, codes 4j..4j+3 of row r's block b (unsigned:
-// q8_0 as q + 128, q4_0 as its raw nibble q + 8), and its scales widened to
-// f32. Every x row then passes over the panel: per block, eight vpdpbusd
-// with x's 4 codes broadcast from memory give lane r the whole block's int32
-// dot with row r (exact: the sum starts from the x row's -c * sum(q),
-// isa_kernels.h's lanes layout), and one convert, one multiply and one FMA
-// scale it into lane r's f32 sum. That is 8 dot instructions to 3 others
-// per 16 x 32 multiply-adds, where the 4x4 tiles this replaces took about 2
-// to 5 and regrouped the weights for every 4 x rows.
+// AVX-512 VNNI q8_0 and q4_0 matmul on 16-row int8 panels.
+// From kPanelMinRows x rows, a k-slice of 16 weight rows is unpacked once
+// into a panel whose vector j of block b holds, in lane r, codes 4j..4j+3 of
+// row r's block b (unsigned: q8_0 as q + 128, q4_0 as its raw nibble q + 8),
+// and its scales widened to f32. The x rows then pass over two panels at a
+// time: per block, eight vpdpbusd a panel with x's 4 codes broadcast give
+// lane r the whole block's int32 dot with row r (exact: the sum starts from
+// the x row's -c * sum(q), isa_kernels.h's lanes layout), and one convert,
+// one multiply and one FMA scale it into lane r's f32 sum: 8 dot
+// instructions to 3 others per 16 x 32 multiply-adds, where the 4x4 tiles
+// this replaces took about 2 to 5 and regrouped the weights for every 4 x
+// rows. Below kPanelMinRows (decode) the few-rows pass regroups instead.
 // Every output is acc = fma(float(dot_b), w_d_b * x_d_b, acc) over b in
-// order from 0, whatever the x-row pass (kMaxMR rows or a tail), the slice
-// (acc travels through y, exactly) or the row's place.
+// order from 0, whatever the pass (few rows, kMaxMR rows or a tail), the
+// slice (acc travels through y, exactly) or the row's place, so a row's
+// bits never depend on m.
 #include <algorithm>
 #include <cstring>
 
@@ -27,8 +28,10 @@ constexpr int kPanelRows = 16;
 // Blocks per k-slice: a panel of 64 KiB of codes and 8 KiB of scales, on the
 // stack of whichever thread runs it, stays in L2 while the x rows pass.
 constexpr int64_t kSliceBlocks = 128;
-// x rows per pass: 8 weight vectors and kMaxMR f32 sums stay in registers.
-constexpr int kMaxMR = 12;
+// x rows per pass, over two panels at once: their 16 weight vectors and
+// 2 x kMaxMR f32 sums stay in registers, and each x broadcast serves both
+// (one panel and 12 rows a pass was about 10 % slower: medians, one thread).
+constexpr int kMaxMR = 6;
 
 struct Panel {
   alignas(64) uint8_t codes[kSliceBlocks][8][64];
@@ -158,49 +161,59 @@ inline const T* at(const void* p, int64_t off) {
   return reinterpret_cast<const T*>(reinterpret_cast<const char*>(p) + off);
 }
 
-// MR x rows (byte stride xs, nb blocks a row) over the panel's nbs blocks,
-// which are x's blocks b0...; the sums start from y (first: from zero) and
-// are stored back to y's nr columns (mask).
-template <int MR>
-void panel_pass(const Panel& p, int64_t nbs, const std::byte* x, int64_t xs, int64_t nb, int64_t b0, bool first,
-                __mmask16 mask, float* y, int64_t ldy) {
+// MR x rows (byte stride xs, nb blocks a row) over NP panels' nbs blocks
+// (panel n's outputs at column 16n), which are x's blocks b0...; the sums
+// start from y (first: from zero) and are stored back to each panel's nr
+// columns (mask[n]).
+template <int MR, int NP>
+void panel_pass(const Panel* p, int64_t nbs, const std::byte* x, int64_t xs, int64_t nb, int64_t b0, bool first,
+                const __mmask16* mask, float* y, int64_t ldy) {
   const int8_t* xq = qx_qs(x) + b0 * kQK8_0;
   const int32_t* xc = qx_lane_corr(x, nb) + b0;
   const float* xd = qx_lane_d(x, nb) + b0;
-  __m512 acc[MR];
-  for (int i = 0; i < MR; ++i) acc[i] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + i * ldy);
+  __m512 acc[MR][NP];
+  for (int i = 0; i < MR; ++i)
+    for (int n = 0; n < NP; ++n) acc[i][n] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[n], y + i * ldy + 16 * n);
   for (int64_t b = 0; b < nbs; ++b, xq += kQK8_0, ++xc, ++xd) {
-    __m512i wv[8];
-    for (int j = 0; j < 8; ++j) wv[j] = _mm512_load_si512(p.codes[b][j]);
-    const __m512 ws = _mm512_load_ps(p.scale[b]);
-    // Unrolled, so that the sums stay in registers (GCC otherwise keeps them on the stack).
+    __m512i wv[NP][8];
+    __m512 ws[NP];
+    for (int n = 0; n < NP; ++n) {
+      for (int j = 0; j < 8; ++j) wv[n][j] = _mm512_load_si512(p[n].codes[b][j]);
+      ws[n] = _mm512_load_ps(p[n].scale[b]);
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const int32_t* q = at<int32_t>(xq, i * xs);
-      __m512i dot = _mm512_set1_epi32(*at<int32_t>(xc, i * xs));
+      const __m512i c = _mm512_set1_epi32(*at<int32_t>(xc, i * xs));
+      __m512i dot[NP];
+      for (int n = 0; n < NP; ++n) dot[n] = c;
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) dot = _mm512_dpbusd_epi32(dot, wv[j], _mm512_set1_epi32(q[j]));
-      const __m512 scale = _mm512_mul_ps(ws, _mm512_set1_ps(*at<float>(xd, i * xs)));
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[i]);
+      for (int j = 0; j < 8; ++j) {
+        const __m512i xb = _mm512_set1_epi32(q[j]);
+        for (int n = 0; n < NP; ++n) dot[n] = _mm512_dpbusd_epi32(dot[n], wv[n][j], xb);
+      }
+      const __m512 xdv = _mm512_set1_ps(*at<float>(xd, i * xs));
+      for (int n = 0; n < NP; ++n) acc[i][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[n]), _mm512_mul_ps(ws[n], xdv), acc[i][n]);
     }
   }
-  for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(y + i * ldy, mask, acc[i]);
+  for (int i = 0; i < MR; ++i)
+    for (int n = 0; n < NP; ++n) _mm512_mask_storeu_ps(y + i * ldy + 16 * n, mask[n], acc[i][n]);
 }
 
 // The passes of fewer than kMaxMR rows, one instantiation per count.
-template <int MR>
-void tail_pass(int rem, const Panel& p, int64_t nbs, const std::byte* x, int64_t xs, int64_t nb, int64_t b0, bool first,
-               __mmask16 mask, float* y, int64_t ldy) {
+template <int MR, int NP>
+void tail_pass(int rem, const Panel* p, int64_t nbs, const std::byte* x, int64_t xs, int64_t nb, int64_t b0, bool first,
+               const __mmask16* mask, float* y, int64_t ldy) {
   if constexpr (MR >= 1) {
-    if (rem == MR) return panel_pass<MR>(p, nbs, x, xs, nb, b0, first, mask, y, ldy);
-    tail_pass<MR - 1>(rem, p, nbs, x, xs, nb, b0, first, mask, y, ldy);
+    if (rem == MR) return panel_pass<MR, NP>(p, nbs, x, xs, nb, b0, first, mask, y, ldy);
+    tail_pass<MR - 1, NP>(rem, p, nbs, x, xs, nb, b0, first, mask, y, ldy);
   }
 }
 
 // x rows pass in blocks of kBlockRows: per k-slice a block's x (60 rows x 5
 // KiB) stays in L2 while every group's panel passes over it; a panel is
 // unpacked again for each block, a few percent of the block's dots.
-constexpr int64_t kBlockRows = 5 * kMaxMR;
+constexpr int64_t kBlockRows = 10 * kMaxMR;
 
 // Below kPanelMinRows x rows (decode) a group is not unpacked: each block
 // of its rows is regrouped 4 rows to a register (4 lanes a row), dotted
@@ -278,19 +291,28 @@ void panel_gemm(const std::byte* x, int64_t xs, int64_t m, const QPanelRows* gro
     for (int g = 0; g < n_groups; ++g) few_rows<Format>(x, xs, (int)m, groups[g], nb, y + g * kPanelRows, ldy);
     return;
   }
-  Panel p;
+  Panel p[2];  // 150 KiB of the running thread's stack
   for (int64_t m0 = 0; m0 < m; m0 += kBlockRows) {
     const int64_t m1 = std::min(m, m0 + kBlockRows);
     for (int64_t b0 = 0; b0 < nb; b0 += kSliceBlocks) {
       const int64_t nbs = std::min(kSliceBlocks, nb - b0);
-      for (int g = 0; g < n_groups; ++g) {
-        Format::unpack(groups[g], b0, nbs, p);
-        const __mmask16 mask = (__mmask16)((1u << groups[g].nr) - 1);
+      for (int g = 0; g < n_groups; g += 2) {
+        const int np = std::min(2, n_groups - g);
+        __mmask16 mask[2];
+        for (int n = 0; n < np; ++n) {
+          Format::unpack(groups[g + n], b0, nbs, p[n]);
+          mask[n] = (__mmask16)((1u << groups[g + n].nr) - 1);
+        }
         float* yg = y + g * kPanelRows;
         int64_t i = m0;
-        for (; i + kMaxMR <= m1; i += kMaxMR)
-          panel_pass<kMaxMR>(p, nbs, x + i * xs, xs, nb, b0, b0 == 0, mask, yg + i * ldy, ldy);
-        if (i < m1) tail_pass<kMaxMR - 1>((int)(m1 - i), p, nbs, x + i * xs, xs, nb, b0, b0 == 0, mask, yg + i * ldy, ldy);
+        auto passes = [&]<int NP>() {
+          for (; i + kMaxMR <= m1; i += kMaxMR)
+            panel_pass<kMaxMR, NP>(p, nbs, x + i * xs, xs, nb, b0, b0 == 0, mask, yg + i * ldy, ldy);
+          if (i < m1)
+            tail_pass<kMaxMR - 1, NP>((int)(m1 - i), p, nbs, x + i * xs, xs, nb, b0, b0 == 0, mask, yg + i * ldy, ldy);
+        };
+        if (np == 2) passes.template operator()<2>();
+        else passes.template operator()<1>();
       }
     }
   }

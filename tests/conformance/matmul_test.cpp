@@ -1,6 +1,7 @@
 // CPU matmul against the reference (weights dequantized by their format's
 // definition, x in f32, f64 accumulation), for every weight dtype, every
 // runnable ISA, and odd shapes.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -86,8 +87,9 @@ TEST_CASE(
   check_shapes(DType::q4_0, kBlockShapes, 105);
 }
 
-// Where the avx512_vnni panel kernels change course: x-row passes of 12 and
-// blocks of 60, weight groups of 16 rows (a short last one) and calls of 8
+// Where the avx512_vnni panel kernels change course: the few-rows pass below
+// 8 x rows, x-row passes of 6 and blocks of 60, weight groups of 16 rows (a
+// short last one) taken in pairs (an odd last one alone) and calls of 8
 // groups, k-slices of 128 blocks (k = 4128: a slice of one block after).
 const std::vector<Shape> kPanelShapes = {{2, 17, 64},   {5, 33, 4128},  {12, 16, 96},  {13, 129, 160},
                                          {16, 300, 32}, {17, 45, 4160}, {60, 7, 96},   {61, 131, 64},
@@ -95,6 +97,27 @@ const std::vector<Shape> kPanelShapes = {{2, 17, 64},   {5, 33, 4128},  {12, 16,
 TEST_CASE("q8_0 and q4_0 matmul match reference at the panel kernels' edges (m 2..512, n 7..300, k to 4160) on every ISA") {
   check_shapes(DType::q8_0, kPanelShapes, 109);
   check_shapes(DType::q4_0, kPanelShapes, 110);
+}
+
+// The few-rows pass (below 8 x rows) and the panel pass (8 and more) must
+// agree to the bit, across k-slices too (batch_invariance_test.cpp has the
+// general case at small k).
+TEST_CASE("q8_0 and q4_0: a row computed alone has the bits it has among 21 rows, k = 4160 (two k-slices), on every ISA") {
+  Rng rng(111);
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    const Shape all{21, 37, 4160};
+    const std::vector<float> x = rng.floats((size_t)(all.m * all.k));
+    const std::vector<std::byte> w = random_weights(t, all.n, all.k, rng);
+    for_each_isa([&](cpu::Isa) {
+      INFO(name(t) << " kernel = " << cpu::matmul_kernel_name(t, all.m));
+      const std::vector<float> y = run_cpu(t, x, w, all);
+      for (int64_t r : {0, 10, 20}) {
+        const std::vector<float> xr(x.begin() + r * all.k, x.begin() + (r + 1) * all.k);
+        const std::vector<float> alone = run_cpu(t, xr, w, {1, all.n, all.k});
+        CHECK(std::memcmp(alone.data(), y.data() + r * all.n, sizeof(float) * (size_t)all.n) == 0);
+      }
+    });
+  }
 }
 
 TEST_CASE("q2_K, q3_K, q4_K, q5_K and q6_K matmul match reference within activation-quantization error at odd shapes on every ISA") {
