@@ -132,7 +132,9 @@ void panel_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKern
   const int64_t chunk_bytes = a.tile.chunk_bytes > 0 ? a.tile.chunk_bytes : kChunkBytes;
   const int64_t x_tiles = (a.m + kMR - 1) / kMR;
   int64_t grain = std::max<int64_t>(1, chunk_bytes / (kPanelRows * row_bytes * x_tiles));
-  if (groups >= 2 * pf.num_threads() * kPanelCall) grain = std::max(grain, kPanelCall);
+  // Prefill items of whole calls (x rows reused across 8 groups); decode
+  // keeps chunk_bytes' finer items, which balance better on a busy host.
+  if (a.m >= 8 && groups >= 2 * pf.num_threads() * kPanelCall) grain = std::max(grain, kPanelCall);
   detail::parallel_for(pf, groups, grain, [&](int64_t g0, int64_t g1) {
     for (int64_t gc = g0; gc < g1; gc += kPanelCall) {
       const int64_t ge = std::min(g1, gc + kPanelCall);
