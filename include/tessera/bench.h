@@ -24,6 +24,7 @@ struct BenchOptions {
   std::string place;   // --place: nodes pinned to a device
   std::string weight_layout = "auto";  // --weight-layout (docs/ir.md)
   bool batch_invariant = false;        // --batch-invariant (docs/backends.md, "Batch invariance")
+  bool competing_load = false;         // --competing-load: decode again beside a busy process on one core
 };
 
 struct BenchReport {
@@ -50,6 +51,12 @@ struct BenchReport {
   size_t nodes_per_decode_step = 0;  // graph nodes a decode step runs: not kernel launches on every backend
   uint64_t peak_activation_bytes = 0, activation_lower_bound_bytes = 0;
   double model_build_s = 0;
+  // --competing-load: decode tok/s (median step) while another process
+  // spins on CPU competitor_cpu, and the share of that process's own rate
+  // (measured alone just before) it kept meanwhile: 1 means our threads
+  // took nothing from it.
+  double decode_tok_s_competing = 0, competitor_share = 0;
+  int competitor_cpu = -1;
   double read_GBps() const { return read_GBps_before > read_GBps_after ? read_GBps_before : read_GBps_after; }
 };
 

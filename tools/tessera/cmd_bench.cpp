@@ -18,13 +18,13 @@ struct BenchFlags {
   int32_t prompt_tokens = 128, gen_tokens = 32;
   int32_t concurrency = 0, prefix_tokens = 0, long_prompt_tokens = 0;
   EngineFlags engine;
-  bool json = false, matmul_layouts = false, batch_invariant = false;
+  bool json = false, matmul_layouts = false, batch_invariant = false, competing_load = false;
 } f;
 
 void log_line(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 
 nlohmann::json to_json(const BenchReport& r) {
-  return {
+  nlohmann::json j = {
       {"device", r.device.name},
       {"backend", r.device.backend},
       {"kernel_isa", r.device.kernel_isa},
@@ -55,6 +55,12 @@ nlohmann::json to_json(const BenchReport& r) {
       {"passes", f.passes},
       {"batch_invariant", f.batch_invariant},
   };
+  if (r.competitor_cpu >= 0) {
+    j["decode_tok_s_competing"] = r.decode_tok_s_competing;
+    j["competitor_share"] = r.competitor_share;
+    j["competitor_cpu"] = r.competitor_cpu;
+  }
+  return j;
 }
 
 // The measurement behind the CPU's preferred weight layouts (docs/performance.md).
@@ -184,6 +190,7 @@ BenchOptions model_options() {
   o.place = f.place;
   o.weight_layout = f.weight_layout;
   o.batch_invariant = f.batch_invariant;
+  o.competing_load = f.competing_load;
   return o;
 }
 
@@ -259,6 +266,10 @@ int bench_main() {
     std::printf("MBU             %8.1f %%\n", 100 * r.mbu);
     std::printf("nodes/step      %8zu   activations %.2f MB planned, %.2f MB lower bound\n", r.nodes_per_decode_step,
                 r.peak_activation_bytes / 1e6, r.activation_lower_bound_bytes / 1e6);
+    if (r.competitor_cpu >= 0)
+      std::printf("competing load  %8.2f tok/s decoding beside a busy process on CPU %d (%.2fx alone); it kept %.0f %% of its rate\n",
+                  r.decode_tok_s_competing, r.competitor_cpu, r.decode_tok_s > 0 ? r.decode_tok_s_competing / r.decode_tok_s : 0.0,
+                  100 * r.competitor_share);
   }
   return 0;
 }
@@ -287,6 +298,8 @@ Subcommand add_bench(CLI::App& app) {
   f.engine.add(*s, false);
   s->add_flag("--batch-invariant", f.batch_invariant,
               "measure with the batch-invariant kernels (docs/backends.md, \"Batch invariance\")");
+  s->add_flag("--competing-load", f.competing_load,
+              "also decode beside a busy process pinned to one core: tok/s, and how much of its core it kept");
   s->add_flag("--json", f.json, "print one JSON object");
   s->add_flag("--matmul-layouts", f.matmul_layouts,
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");
