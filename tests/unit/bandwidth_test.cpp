@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/thread_pool.h"
-#include "engine/bench/bandwidth.h"
+#include "core/read_bandwidth.h"
 
 TEST_CASE("a small read-bandwidth run returns a positive, finite rate") {
   tessera::SerialFor serial;

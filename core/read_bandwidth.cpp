@@ -1,4 +1,4 @@
-#include "engine/bench/bandwidth.h"
+#include "core/read_bandwidth.h"
 
 #include <algorithm>
 #include <atomic>
@@ -111,6 +111,8 @@ uint64_t parse_cache_size(const std::string& s) {
 }
 
 }  // namespace
+
+uint64_t read_probe_bytes(uint64_t llc) { return std::max<uint64_t>(4 * llc, uint64_t{64} << 20); }
 
 uint64_t last_level_cache_bytes() {
   uint64_t largest = 0;
