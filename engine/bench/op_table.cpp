@@ -174,6 +174,13 @@ Status check_embedding(const OpShape& s) {
   return Status::ok();
 }
 
+// ---- gather_rows: n f32 rows of k picked from m (the logit rows of a step)
+
+Status check_gather_rows(const OpShape& s) {
+  TS_TRY(check_rows(s));
+  return positive("--m", s.m, "number of source rows");
+}
+
 const OpRow kOps[] = {
     {"matmul", "--type, --m weight rows, --k inputs, --n tokens", check_matmul, matmul_cost,
      [](const OpShape& s) {
@@ -302,6 +309,22 @@ const OpRow kOps[] = {
        a.num_slots = pool_slots(s);
        a.p = KvCacheParams{s.kv_heads, s.head_dim, kBlockSize};
        kc::kv_append(a, pf);
+     }},
+
+    {"gather_rows", "--m source rows, --n rows gathered, --k row width", check_gather_rows,
+     [](const OpShape& s) {
+       return OpCostFigures{0, 2.0 * (double)row_bytes(s) + 4.0 * (double)s.n, ComputeDtype::f32_fma, "gather_rows"};
+     },
+     [](const OpShape& s) {
+       return std::vector<uint64_t>{(uint64_t)(s.m * s.k) * 4, (uint64_t)s.n * 4, row_bytes(s)};
+     },
+     [](const OpShape& s, OpTensors t, std::mt19937& gen) {
+       fill_uniform(t[0], (uint64_t)(s.m * s.k) * 4, gen);
+       for (int64_t i = 0; i < s.n; ++i) i32(t, 1)[i] = (int32_t)(gen() % (uint64_t)s.m);
+     },
+     no_workspace,
+     [](const OpShape& s, OpTensors t, void*, ParallelFor& pf) {
+       kc::gather_rows({t[0], i32(t, 1), t[2], s.n, s.m, s.k * 4}, pf);
      }},
 
     {"embedding", "--type table dtype, --m table rows, --k row width, --n tokens", check_embedding,

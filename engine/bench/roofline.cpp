@@ -25,6 +25,7 @@ std::string bench_op(OpKind k) {
     case OpKind::add: return "add";
     case OpKind::softmax: return "softmax";
     case OpKind::argmax: return "argmax";
+    case OpKind::gather_rows: return "gather_rows";
     default: return "";
   }
 }
@@ -55,7 +56,9 @@ Expected<NodeShapes> model_op_shapes(const ModelWeights& w, int64_t tokens, int3
       continue;
     }
     const graph::Value& y = g.value(n.outputs[0]);
-    const int64_t rows = y.rows == RowCount::tokens ? tokens : y.rows == RowCount::logit_rows ? 1 : y.desc.shape[0];
+    // Rows of the step: kv_append's outputs are the pools it wrote, its rows those of its K input.
+    const graph::Value& rows_of = n.op == OpKind::kv_append ? g.value(n.inputs[0]) : y;
+    const int64_t rows = rows_of.rows == RowCount::tokens ? tokens : rows_of.rows == RowCount::logit_rows ? 1 : rows_of.desc.shape[0];
     OpShape s;
     s.op = op;
     s.n = rows;
@@ -87,6 +90,12 @@ Expected<NodeShapes> model_op_shapes(const ModelWeights& w, int64_t tokens, int3
       }
       case OpKind::argmax:
       case OpKind::softmax: s.k = row_width(g.value(n.inputs[0]).desc); break;
+      case OpKind::gather_rows: {
+        const graph::Value& x = g.value(n.inputs[0]);
+        s.m = x.rows == RowCount::tokens ? tokens : x.desc.shape[0];
+        s.k = row_width(x.desc);
+        break;
+      }
       default: s.k = row_width(y.desc); break;  // rms_norm, add, silu_mul: rows of the output's width
     }
     auto it = std::find_if(out.shapes.begin(), out.shapes.end(), [&](const auto& e) { return same(e.first, s); });

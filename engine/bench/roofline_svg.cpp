@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "engine/bench/roofline.h"
 
@@ -13,8 +14,9 @@ namespace tessera {
 
 namespace {
 
-constexpr double kWidth = 960, kHeight = 640;
-constexpr double kLeft = 80, kRight = 200, kTop = 50, kBottom = 110;  // room for axis labels and the roof names
+constexpr double kWidth = 1100, kHeight = 720;
+constexpr double kLeft = 80, kRight = 260, kTop = 50, kBottom = 190;  // room for axis labels, roof names, the notes below
+constexpr double kLabelGap = 14;  // least vertical distance between two point labels that would overlap
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -66,7 +68,8 @@ std::string roofline_svg(const Roofline& r) {
   if (i_hi <= 0) i_lo = 0.1, i_hi = 10, g_lo = 1;  // nothing to place: an empty frame
   if (peak <= 0) peak = 1;
   const LogAxis x{std::floor(std::log10(i_lo)), std::ceil(std::log10(i_hi) + 0.3), kLeft, kWidth - kRight};
-  const LogAxis y{std::floor(std::log10(std::min(g_lo, read > 0 ? read * i_lo : g_lo))), std::ceil(std::log10(peak) + 0.3),
+  // A decade below the lowest point: room for the labels pushed down where points crowd.
+  const LogAxis y{std::floor(std::log10(std::min(g_lo, read > 0 ? read * i_lo : g_lo))) - 1, std::ceil(std::log10(peak) + 0.3),
                   kHeight - kBottom, kTop};
   const double x_min = std::pow(10, x.lo), x_max = std::pow(10, x.hi);
 
@@ -94,7 +97,8 @@ std::string roofline_svg(const Roofline& r) {
   if (read > 0) {
     const double x_end = std::min(x_max, peak / read);
     s += line(x.at(x_min), y.at(read * x_min), x.at(x_end), y.at(read * x_end), "stroke=\"black\" stroke-width=\"2\"");
-    s += text(x.at(x_min) + 4, y.at(read * x_min) - 8, "read " + fmt("%.1f", read) + " GB/s");
+    const double x_mid = std::sqrt(x_min * x_end);
+    s += text(x.at(x_mid) - 6, y.at(read * x_mid) - 6, "read " + fmt("%.1f", read) + " GB/s", "text-anchor=\"end\"");
   }
   for (const ComputeRoof& c : r.roofs.compute) {
     if (c.GFLOPs <= 0) continue;
@@ -102,39 +106,58 @@ std::string roofline_svg(const Roofline& r) {
     const std::string style = std::string("stroke=\"") + colors[(int)c.dtype] + "\" stroke-width=\"2\" stroke-dasharray=\"6 3\"";
     s += line(x.at(x0), y.at(c.GFLOPs), x.p1, y.at(c.GFLOPs), style.c_str());
     s += text(x.p1 + 6, y.at(c.GFLOPs) + 4,
-              std::string(name(c.dtype)) + " " + fmt("%.0f", c.GFLOPs) + " GFLOP/s (" + c.kernel + ")",
+              std::string(name(c.dtype)) + " " + fmt("%.0f", c.GFLOPs) + " GFLOP/s (" + c.kernel + ")", 
               std::string("fill=\"") + colors[(int)c.dtype] + "\"");
   }
 
-  // Points, labelled with their share of the roof at their intensity (the read slope or their dtype's roof).
-  std::string movement_only;
+  // Points, labelled with their share of the roof at their intensity (the
+  // read slope or their dtype's roof); labels pushed apart where they would
+  // overlap, each joined to its point by a thin line.
+  struct Label {
+    double px, py, ly;
+    std::string text, color;
+  };
+  std::vector<Label> labels;
+  std::vector<std::string> movement_only;
   for (const RooflinePoint& p : r.points) {
     if (p.flops <= 0 || p.time_us <= 0) {
-      movement_only += (movement_only.empty() ? "" : "; ") + p.op + " (" + p.phase + ") " + fmt("%.2f", p.gbps()) + " GB/s";
+      movement_only.push_back(p.op + " (" + p.phase + ") " + fmt("%.2f", p.gbps()) + " GB/s");
       continue;
     }
-    const bool decode = p.phase == "decode";
+    const std::string color = p.phase == "decode" ? "#2ca02c" : "#ff7f0e";
     const double px = x.at(p.intensity()), py = y.at(p.gflops());
     const double compute_roof = r.roofs.of(p.compute).GFLOPs;
     double attainable = read > 0 ? read * p.intensity() : compute_roof;
     if (compute_roof > 0) attainable = std::min(attainable, compute_roof);
     const std::string share = attainable > 0 ? ", " + fmt("%.0f", 100 * p.gflops() / attainable) + " % of roof" : "";
-    s += "<circle cx=\"" + fmt("%.1f", px) + "\" cy=\"" + fmt("%.1f", py) + "\" r=\"5\" fill=\"" +
-         (decode ? "#2ca02c" : "#ff7f0e") + "\"><title>" +
+    s += "<circle cx=\"" + fmt("%.1f", px) + "\" cy=\"" + fmt("%.1f", py) + "\" r=\"5\" fill=\"" + color + "\"><title>" +
          xml_escape(p.op + " " + p.phase + ": " + fmt("%.3g", p.gflops()) + " GFLOP/s, " + fmt("%.3g", p.gbps()) + " GB/s") +
          "</title></circle>\n";
-    s += text(px + 7, py + (decode ? 14 : -6), p.op + " (" + p.phase + share + ")", "class=\"point\"");
+    labels.push_back({px, py, py + 4, p.op + " (" + p.phase + share + ")", color});
+  }
+  std::sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.ly < b.ly; });
+  for (size_t i = 0; i < labels.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (std::abs(labels[i].px - labels[j].px) < 240 && labels[i].ly < labels[j].ly + kLabelGap) labels[i].ly = labels[j].ly + kLabelGap;
+  for (const Label& l : labels) {
+    const double lx = l.px + 14;
+    s += line(l.px + 5, l.py, lx - 2, l.ly - 4, ("stroke=\"" + l.color + "\" stroke-width=\"0.5\"").c_str());
+    s += text(lx, l.ly, l.text, "fill=\"" + l.color + "\"");
   }
   double legend_y = y.p0 + 56;
   s += "<circle cx=\"" + fmt("%.1f", kLeft) + "\" cy=\"" + fmt("%.1f", legend_y - 4) + "\" r=\"5\" fill=\"#2ca02c\"/>\n";
   s += text(kLeft + 10, legend_y, "decode step");
   s += "<circle cx=\"" + fmt("%.1f", kLeft + 120) + "\" cy=\"" + fmt("%.1f", legend_y - 4) + "\" r=\"5\" fill=\"#ff7f0e\"/>\n";
   s += text(kLeft + 130, legend_y, "prefill step (each point: every call of the op kind in one step)");
-  if (!movement_only.empty()) s += text(kLeft, legend_y + 20, "data movement only (no FLOPs): " + movement_only);
+  if (!movement_only.empty()) {
+    legend_y += 20;
+    s += text(kLeft, legend_y, "data movement only (no FLOPs, not placed):");
+    for (const std::string& m : movement_only) s += text(kLeft + 290, legend_y, m), legend_y += 16;
+  }
   if (!r.not_timed.empty()) {
     std::string names;
     for (const std::string& n : r.not_timed) names += (names.empty() ? "" : ", ") + n;
-    s += text(kLeft, legend_y + 40, "not timed (no op bench row): " + names);
+    s += text(kLeft, legend_y + 8, "not timed (no op bench row): " + names);
   }
   s += "</svg>\n";
   return s;

@@ -156,7 +156,7 @@ TESSERA_API MatmulRoofReport time_matmul_roofs(int64_t n, int64_t k, int reps);
 // (hot: one copy, cache-resident), against the read roof and the compute
 // roof of the dtype it runs in, both measured in the same run.
 struct OpBenchOptions {
-  std::string op;              // matmul, attention, rms_norm, add, silu_mul, softmax, argmax, rope, kv_append, embedding
+  std::string op;              // matmul, attention, rms_norm, add, silu_mul, softmax, argmax, rope, kv_append, gather_rows, embedding
   std::string type = "q4_K";   // matmul's weights, embedding's table
   int64_t m = 4096, k = 4096, n = 1;  // matmul: m weight rows, k inputs, n tokens; row ops: n rows of k
   int32_t heads = 32, kv_heads = 8, head_dim = 128, ctx = 4096, q_len = 1;

@@ -402,7 +402,7 @@ Subcommand add_bench(CLI::App& app) {
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");
   s->add_option("--op", f.op,
                  "instead: time one op against the roofs of the same run. CPU: matmul, attention, rms_norm, add, silu_mul, "
-                 "softmax, argmax, rope, kv_append, embedding, sized by the flags below (--op matmul alone: the decode "
+                 "softmax, argmax, rope, kv_append, gather_rows, embedding, sized by the flags below (--op matmul alone: the decode "
                  "GEMV of every quantized type, 4096 x 14336); --backend cuda, rocm, vulkan: matmul or attention "
                  "(docs/performance.md)");
   OpBenchOptions& o = f.op_sizes;
