@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/bench/roofline.h"
+#include "engine/bench/svg_text.h"
 
 namespace tessera {
 
@@ -18,25 +19,8 @@ constexpr double kWidth = 1100, kHeight = 720;
 constexpr double kLeft = 80, kRight = 260, kTop = 50, kBottom = 190;  // room for axis labels, roof names, the notes below
 constexpr double kLabelGap = 14;  // least vertical distance between two point labels that would overlap
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+using svg::escape;
+using svg::fmt;
 
 // A log10 axis over whole decades.
 struct LogAxis {
@@ -46,7 +30,7 @@ struct LogAxis {
 };
 
 std::string text(double x, double y, const std::string& s, const std::string& extra = "") {
-  return "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", y) + "\" " + extra + ">" + xml_escape(s) + "</text>\n";
+  return "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", y) + "\" " + extra + ">" + escape(s) + "</text>\n";
 }
 
 std::string line(double x0, double y0, double x1, double y1, const char* style) {
@@ -131,7 +115,7 @@ std::string roofline_svg(const Roofline& r) {
     if (compute_roof > 0) attainable = std::min(attainable, compute_roof);
     const std::string share = attainable > 0 ? ", " + fmt("%.0f", 100 * p.gflops() / attainable) + " % of roof" : "";
     s += "<circle cx=\"" + fmt("%.1f", px) + "\" cy=\"" + fmt("%.1f", py) + "\" r=\"5\" fill=\"" + color + "\"><title>" +
-         xml_escape(p.op + " " + p.phase + ": " + fmt("%.3g", p.gflops()) + " GFLOP/s, " + fmt("%.3g", p.gbps()) + " GB/s") +
+         escape(p.op + " " + p.phase + ": " + fmt("%.3g", p.gflops()) + " GFLOP/s, " + fmt("%.3g", p.gbps()) + " GB/s") +
          "</title></circle>\n";
     labels.push_back({px, py, py + 4, p.op + " (" + p.phase + share + ")", color});
   }

@@ -36,13 +36,17 @@ void check_op_report(const nlohmann::json& j) {
   CHECK(j["intensity"].get<double>() > 0);
   CHECK(j["read_roof_gbps"].get<double>() > 0);
   CHECK(j["compute_roof_gflops"].get<double>() > 0);
-  // Fractions of a roof measured in the same run: above zero and of the order of one. Not
-  // bounded tighter: on a shared host a roof probed while the neighbours load the memory bus
-  // (or the cores) reads low, and a small call timed a moment later can pass it (1.9x seen).
+  // Fractions of the roofs measured in the same run: the ratios they claim to be, above zero,
+  // and far below what a unit slip (1000x) would give. Not bounded tighter: on this shared 2-core host
+  // under load, a roof probed on every thread reads low when a neighbour holds a core, and a
+  // small call timed a moment later passes it (4.8x seen at a load average of 15).
+  CHECK(j["read_roof_fraction"].get<double>() == doctest::Approx(j["gbps"].get<double>() / j["read_roof_gbps"].get<double>()));
+  CHECK(j["compute_roof_fraction"].get<double>() ==
+        doctest::Approx(j["gflops"].get<double>() / j["compute_roof_gflops"].get<double>()));
   for (const char* key : {"read_roof_fraction", "compute_roof_fraction"}) {
     const double v = j[key].get<double>();
     CHECK_MESSAGE(v > 0, key << " = " << v);
-    CHECK_MESSAGE(v <= 4, key << " = " << v);
+    CHECK_MESSAGE(v < 30, key << " = " << v);
   }
   CHECK(j["reps"].get<int>() >= 10);
   CHECK(j["copies"].get<int>() >= 2);  // rotating: copies larger than the LLC

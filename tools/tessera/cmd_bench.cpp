@@ -365,7 +365,10 @@ int bench_main() {
     std::printf("bytes/token     %8.1f MB\n", r.bytes_per_token / 1e6);
     std::printf("read bandwidth  %8.2f GB/s before, %.2f GB/s after decoding (%llu MiB buffer; %s)\n", r.read_GBps_before,
                 r.read_GBps_after, (unsigned long long)(r.bandwidth_bytes >> 20), r.roof.c_str());
-    std::printf("MBU             %8.1f %%\n", 100 * r.mbu);
+    std::printf("MBU             %8.1f %%  (decode)\n", 100 * r.mbu);
+    if (!r.mfu_roof_dtype.empty())
+      std::printf("MFU             %8.1f %%  (prefill: %.2f GFLOP a prompt against the %s roof, %.0f GFLOP/s)\n", 100 * r.mfu,
+                  r.prefill_flops / 1e9, r.mfu_roof_dtype.c_str(), r.compute_roof_GFLOPs);
     std::printf("nodes/step      %8zu   activations %.2f MB planned, %.2f MB lower bound\n", r.nodes_per_decode_step,
                 r.peak_activation_bytes / 1e6, r.activation_lower_bound_bytes / 1e6);
   }
