@@ -109,10 +109,11 @@ Expected<OpTiming> time_op(ParallelFor& pf, const OpShape& shape, bool hot, doub
 }
 
 MachineRoofs measure_machine_roofs(ParallelFor& pf) {
+  // In the order the CPU backend probes at device open (backends/cpu/cpu_roofs.cpp).
   MachineRoofs r;
-  r.read_GBps = measure_read_bandwidth(pf, read_probe_bytes(last_level_cache_bytes()), kReadProbeReps).read_GBps;
   for (ComputeDtype d : {ComputeDtype::f32_fma, ComputeDtype::bf16_dot, ComputeDtype::int8_dot})
     r.compute[(int)d] = measure_compute_roof(pf, d);
+  r.read_GBps = measure_read_bandwidth(pf, read_probe_bytes(last_level_cache_bytes()), kReadProbeReps).read_GBps;
   return r;
 }
 
