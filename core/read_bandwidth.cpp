@@ -188,6 +188,7 @@ BandwidthResult measure_read_bandwidth(ParallelFor& pf, uint64_t bytes, int reps
   result.bytes = bytes;
   result.reps = reps;
   result.read_GBps = median > 0 ? (double)bytes / median / 1e9 : 0.0;
+  result.best_GBps = seconds[0] > 0 ? (double)bytes / seconds[0] / 1e9 : 0.0;
   return result;
 }
 

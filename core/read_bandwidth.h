@@ -11,6 +11,7 @@ namespace tessera {
 
 struct BandwidthResult {
   double read_GBps = 0;      // 1e9 bytes per second, median of reps
+  double best_GBps = 0;      // the fastest rep: the roof on a shared host, where a neighbour slows some passes
   uint64_t bytes = 0;        // bytes read per rep (the request rounded down to 256)
   int reps = 0;
   const char* kernel = "";   // the read loop used: "avx512f", "avx2" or "portable"
@@ -35,7 +36,7 @@ double time_read_pass(ParallelFor& pf, const std::byte* p, uint64_t bytes);
 // (2x is not enough: the memset before timing leaves up to one LLC of it
 // cached), at least 64 MiB, so one pass takes milliseconds, not hundreds.
 uint64_t read_probe_bytes(uint64_t last_level_cache_bytes);
-inline constexpr int kReadProbeReps = 5;  // passes the device-open probe and `bench --op` take the median of
+inline constexpr int kReadProbeReps = 5;  // passes the device-open probe and `bench --op` take the best of
 
 // The largest cache size listed under /sys/devices/system/cpu/cpu0/cache
 // (as seen by cpu0: on parts with several L3 slices, one slice); 32 MiB when

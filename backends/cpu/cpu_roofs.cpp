@@ -37,7 +37,7 @@ Roofs measure(const CpuRoofsQuery& q) {
   r.bf16_GFLOPs = measure_compute_roof(pool, ComputeDtype::bf16_dot).GFLOPs;
   r.int8_GOPs = measure_compute_roof(pool, ComputeDtype::int8_dot).GFLOPs;
   const uint64_t llc = q.last_level_cache_bytes ? q.last_level_cache_bytes : last_level_cache_bytes();
-  r.read_GBps = measure_read_bandwidth(pool, read_probe_bytes(llc), kReadProbeReps).read_GBps;
+  r.read_GBps = measure_read_bandwidth(pool, read_probe_bytes(llc), kReadProbeReps).best_GBps;
   r.source = RoofSource::measured_at_open;
   return r;
 }
