@@ -60,9 +60,9 @@ std::string roofline_svg(const Roofline& r) {
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", kWidth) + "\" height=\"" +
                   fmt("%.0f", kHeight) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s += text(kLeft, 24, "Roofline: " + r.model + ", " + std::to_string(r.threads) + " threads; decode at context " +
-                            std::to_string(r.prompt_tokens + 1) + ", prefill of " + std::to_string(r.prompt_tokens) + " tokens",
-            "font-size=\"14\"");
+  s += text(kLeft, 20, "Roofline: " + r.model, "font-size=\"14\"");
+  s += text(kLeft, 38, std::to_string(r.threads) + " threads; a decode step at context " + std::to_string(r.prompt_tokens + 1) +
+                           ", a prefill of " + std::to_string(r.prompt_tokens) + " tokens; the unfused graph's ops");
   for (double d = x.lo; d <= x.hi; ++d) {
     const double px = x.at(std::pow(10, d));
     s += line(px, y.p1, px, y.p0, "stroke=\"#ddd\"");
