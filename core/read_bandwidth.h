@@ -36,7 +36,7 @@ double time_read_pass(ParallelFor& pf, const std::byte* p, uint64_t bytes);
 // (2x is not enough: the memset before timing leaves up to one LLC of it
 // cached), at least 64 MiB, so one pass takes milliseconds, not hundreds.
 uint64_t read_probe_bytes(uint64_t last_level_cache_bytes);
-inline constexpr int kReadProbeReps = 5;  // passes the device-open probe and `bench --op` take the best of
+inline constexpr int kReadProbeReps = 3;  // passes the device-open probe and `bench --op` take the best of (after a warm-up)
 
 // The largest cache size listed under /sys/devices/system/cpu/cpu0/cache
 // (as seen by cpu0: on parts with several L3 slices, one slice); 32 MiB when
