@@ -1,9 +1,11 @@
 // ISA probe and the per-family kernel tables. The family is chosen once, on
-// first use: TESSERA_CPU_ISA=portable|avx2|avx512_vnni if set and runnable,
-// else the best the CPU runs; force_isa() switches it (tests, --isa).
+// first use: TESSERA_CPU_ISA=portable|avx2|avx512_vnni|neon_dotprod if set
+// and runnable, else the best the CPU runs; force_isa() switches it (tests, --isa).
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -13,6 +15,9 @@
 #if defined(TESSERA_X86)
 #include <cpuid.h>
 #endif
+#if defined(TESSERA_AARCH64)
+#include <sys/auxv.h>
+#endif
 
 namespace tessera::kernels::cpu {
 
@@ -21,6 +26,7 @@ std::string_view name(Isa isa) {
     case Isa::portable: return "portable";
     case Isa::avx2: return "avx2";
     case Isa::avx512_vnni: return "avx512_vnni";
+    case Isa::neon_dotprod: return "neon_dotprod";
   }
   return "unknown";
 }
@@ -45,14 +51,21 @@ Isa detect_isa() {
     return Isa::avx512_vnni;
   if (avx2) return Isa::avx2;
 #endif
+#if defined(TESSERA_AARCH64)
+  // ASIMD is baseline on aarch64 (its f16 -> f32 widening included); the
+  // family's integer tiles need sdot, Armv8.2-A's dot product (FEAT_DotProd).
+  const unsigned long hw = getauxval(AT_HWCAP);
+  if ((hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDDP)) return Isa::neon_dotprod;
+#endif
   return Isa::portable;
 }
 
 std::vector<Isa> runnable_isas() {
   std::vector<Isa> out{Isa::portable};
   const Isa best = detect_isa();
-  if (best >= Isa::avx2) out.push_back(Isa::avx2);
-  if (best >= Isa::avx512_vnni) out.push_back(Isa::avx512_vnni);
+  if (best == Isa::avx2 || best == Isa::avx512_vnni) out.push_back(Isa::avx2);
+  if (best == Isa::avx512_vnni) out.push_back(Isa::avx512_vnni);
+  if (best == Isa::neon_dotprod) out.push_back(Isa::neon_dotprod);
   return out;
 }
 
@@ -64,8 +77,10 @@ Isa initial_isa() {
   if (env == nullptr || *env == '\0') return best;
   for (Isa isa : runnable_isas())
     if (name(isa) == env) return isa;
-  std::fprintf(stderr, "tessera: TESSERA_CPU_ISA=%s is not one this CPU runs (portable, avx2, avx512_vnni); using %s\n",
-               env, std::string(name(best)).c_str());
+  std::string runnable;
+  for (Isa isa : runnable_isas()) runnable += (runnable.empty() ? "" : ", ") + std::string(name(isa));
+  std::fprintf(stderr, "tessera: TESSERA_CPU_ISA=%s is not one this CPU runs (%s); using %s\n", env, runnable.c_str(),
+               std::string(name(best)).c_str());
   return best;
 }
 
@@ -79,7 +94,8 @@ std::atomic<Isa>& isa_slot() {
 Isa active_isa() { return isa_slot().load(std::memory_order_relaxed); }
 
 void force_isa(Isa isa) {
-  if (isa > detect_isa()) {
+  const std::vector<Isa> runnable = runnable_isas();
+  if (std::find(runnable.begin(), runnable.end(), isa) == runnable.end()) {
     std::fprintf(stderr, "tessera: force_isa(%s): this CPU cannot run it\n", std::string(name(isa)).c_str());
     std::abort();
   }
@@ -166,16 +182,51 @@ constexpr IsaKernels kAvx512Vnni{
     .bf16_to_f32 = bf16_to_f32__avx512vnni,
 };
 #endif
+#if defined(TESSERA_AARCH64)
+// sdot tiles for the 32-element block formats and q4_K/q6_K, NEON FMA for
+// the float tiles; the other formats' tiles are portable's (their kernel
+// names say so: matmul_kernel_name compares with kPortable).
+constexpr IsaKernels kNeonDotprod{
+    .isa = Isa::neon_dotprod,
+    .suffix = "neon_dotprod",
+    .quantize_row = quantize_row__neon_dotprod,
+    .q8_0_tile = q8_0_tile__neon_dotprod,
+    .q4_0_tile = q4_0_tile__neon_dotprod,
+    .q4_1_tile = q4_1_tile__portable,
+    .q5_0_tile = q5_0_tile__portable,
+    .q5_1_tile = q5_1_tile__portable,
+    .iq4_nl_tile = iq4_nl_tile__portable,
+    .quantize_row_K = quantize_row_q8_K,
+    .q2_K_tile = q2_K_tile__portable,
+    .q3_K_tile = q3_K_tile__portable,
+    .q4_K_tile = q4_K_tile__portable,
+    .q5_K_tile = q5_K_tile__portable,
+    .q6_K_tile = q6_K_tile__portable,
+    .iq4_xs_tile = iq4_xs_tile__portable,
+    .f32_tile = f32_tile__neon_dotprod,
+    .f16_tile = f16_tile__neon_dotprod,
+    .bf16_tile = bf16_tile__neon_dotprod,
+    .dot = dot__neon_dotprod,
+    .axpy = axpy__neon_dotprod,
+    .f16_to_f32 = f16_to_f32__neon_dotprod,
+    .bf16_to_f32 = bf16_to_f32__neon_dotprod,
+};
+#endif
 }  // namespace
 
+const IsaKernels& portable_kernels() { return kPortable; }
+
 const IsaKernels& active_kernels() {
-#if defined(TESSERA_X86)
   switch (active_isa()) {
+#if defined(TESSERA_X86)
     case Isa::avx512_vnni: return kAvx512Vnni;
     case Isa::avx2: return kAvx2;
-    case Isa::portable: break;
-  }
 #endif
+#if defined(TESSERA_AARCH64)
+    case Isa::neon_dotprod: return kNeonDotprod;
+#endif
+    default: break;
+  }
   return kPortable;
 }
 
