@@ -183,9 +183,10 @@ constexpr IsaKernels kAvx512Vnni{
 };
 #endif
 #if defined(TESSERA_AARCH64)
-// sdot tiles for the 32-element block formats and q4_K/q6_K, NEON FMA for
-// the float tiles; the other formats' tiles are portable's (their kernel
-// names say so: matmul_kernel_name compares with kPortable).
+// sdot tiles for q8_0, q4_0, q4_K and q6_K (the types of the common
+// Q4_0/Q8_0/Q4_K_M files), NEON FMA for the float tiles; the other formats'
+// tiles are portable's, and their kernel names say so (matmul_kernel_name
+// compares with kPortable). The x rows are portable's layouts bit for bit.
 constexpr IsaKernels kNeonDotprod{
     .isa = Isa::neon_dotprod,
     .suffix = "neon_dotprod",
@@ -199,9 +200,9 @@ constexpr IsaKernels kNeonDotprod{
     .quantize_row_K = quantize_row_q8_K,
     .q2_K_tile = q2_K_tile__portable,
     .q3_K_tile = q3_K_tile__portable,
-    .q4_K_tile = q4_K_tile__portable,
+    .q4_K_tile = q4_K_tile__neon_dotprod,
     .q5_K_tile = q5_K_tile__portable,
-    .q6_K_tile = q6_K_tile__portable,
+    .q6_K_tile = q6_K_tile__neon_dotprod,
     .iq4_xs_tile = iq4_xs_tile__portable,
     .f32_tile = f32_tile__neon_dotprod,
     .f16_tile = f16_tile__neon_dotprod,

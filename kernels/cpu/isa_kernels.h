@@ -203,6 +203,8 @@ void bf16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);
 void quantize_row__neon_dotprod(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void q8_0_tile__neon_dotprod(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q4_0_tile__neon_dotprod(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_K_tile__neon_dotprod(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q6_K_tile__neon_dotprod(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void f32_tile__neon_dotprod(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__neon_dotprod(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__neon_dotprod(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);

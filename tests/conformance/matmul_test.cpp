@@ -172,7 +172,7 @@ TEST_CASE("matmul kernel names say dtype, shape and ISA") {
     // portable's; the kernel name says which runs.
     const auto sfx_of = [&](DType t) -> std::string {
       if (isa != cpu::Isa::neon_dotprod) return family;
-      for (DType own : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0})
+      for (DType own : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K})
         if (t == own) return family;
       return "portable";
     };
