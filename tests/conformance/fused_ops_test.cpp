@@ -120,7 +120,7 @@ TEST_CASE("rope_kv_append equals rope of q and k then kv_append, in place over q
       RopeParams rk = rp;
       rk.n_heads = 2;
       cpu::rope({want_k.data(), pos.data(), n, rk}, pool());
-      cpu::kv_append({want_k.data(), v.data(), slot.data(), n, want_kp.data(), want_vp.data(), slots, kvp}, pool());
+      cpu::kv_append({want_k.data(), v.data(), slot.data(), n, want_kp.data(), want_vp.data(), DType::f32, slots, kvp}, pool());
       // Fused, q rotated in place.
       std::vector<float> got_q(q), k_rot((size_t)(n * kvw)), kp((size_t)(slots * kvw), 0.0f), vp(kp);
       RopeKvAppendArgs a{got_q.data(), got_q.data(), k.data(), v.data(), k_rot.data(), pos.data(), slot.data(), n,

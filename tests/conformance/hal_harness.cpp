@@ -61,6 +61,11 @@ std::string unsupported_reason(Device& device, const OpCase& c, DType weight_dty
   // rope's third input (rope_kv_append's eighth) as a weight of one dimension: frequency factors.
   const size_t extra = c.op == OpKind::rope ? 2 : c.op == OpKind::rope_kv_append ? 7 : c.inputs.size();
   q.rope_freq_factors = extra < c.inputs.size() && c.inputs[extra].kind == OpInput::weight && c.inputs[extra].desc.shape.rank == 1;
+  for (const OpInput& in : c.inputs)
+    if (in.kind == OpInput::pool) {
+      q.kv_dtype = in.desc.dtype;
+      break;
+    }
   const KernelChoice k = device.kernels().query(q);
   return k.supported ? std::string() : k.reason.empty() ? "unsupported" : k.reason;
 }

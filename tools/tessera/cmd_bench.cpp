@@ -14,7 +14,7 @@ namespace tessera::cli {
 namespace {
 
 struct BenchFlags {
-  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto", op;
+  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto", kv_type = "auto", op;
   int32_t prompt_tokens = 128, gen_tokens = 32;
   int32_t concurrency = 0, prefix_tokens = 0, long_prompt_tokens = 0;
   EngineFlags engine;
@@ -42,6 +42,7 @@ nlohmann::json to_json(const BenchReport& r) {
       {"host_gap_us", r.host_gap_us},
       {"host_gap_serial_us", r.host_gap_serial_us},
       {"bytes_per_token", r.bytes_per_token},
+      {"kv_type", r.kv_type},
       {"read_GBps", r.read_GBps()},
       {"roof", r.roof},
       {"read_GBps_before", r.read_GBps_before},
@@ -183,6 +184,7 @@ BenchOptions model_options() {
   o.tile = f.tile;
   o.place = f.place;
   o.weight_layout = f.weight_layout;
+  o.kv_type = f.kv_type;
   o.batch_invariant = f.batch_invariant;
   return o;
 }
@@ -276,6 +278,7 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... (docs/ir.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  add_kv_type_flag(*s, f.kv_type);
   s->add_option("--concurrency", f.concurrency,
                 "instead: N requests at once through the serving engine; aggregate decode tok/s, TTFT, TPOT (docs/performance.md)")
       ->check(CLI::Range(1, 4096));
