@@ -13,7 +13,6 @@
 
 #include "conformance.h"
 #include "hal_harness.h"
-#include "kernels/kv_element.h"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -248,13 +247,6 @@ TEST_CASE("kv_append writes every token's K and V to its slot, and nothing for a
     CHECK(from_bytes<float>(out[0]) == ek);
     CHECK(from_bytes<float>(out[1]) == ev);
   });
-}
-
-// Values stored as a KV pool of type t (f32, f16 or bf16: rounded to nearest even).
-std::vector<std::byte> kv_pool_bytes(const std::vector<float>& v, DType t) {
-  std::vector<std::byte> b(bytes_for(t, (int64_t)v.size()));
-  for (size_t i = 0; i < v.size(); ++i) kernels::store_kv(b.data(), t, (int64_t)i, v[i]);
-  return b;
 }
 
 TEST_CASE("kv_append rounds K and V to f16 and bf16 pools as the reference does, bit for bit, on every device") {

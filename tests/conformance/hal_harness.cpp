@@ -8,6 +8,7 @@
 #include "core/hal/registry.h"
 #include "graph/builder.h"
 #include "graph/lower.h"
+#include "kernels/kv_element.h"
 
 namespace tessera::testing {
 
@@ -48,6 +49,12 @@ std::vector<DeviceUnderTest>& devices_under_test() {
     return out;
   }();
   return devices;
+}
+
+std::vector<std::byte> kv_pool_bytes(const std::vector<float>& v, DType t) {
+  std::vector<std::byte> b(bytes_for(t, (int64_t)v.size()));
+  for (size_t i = 0; i < v.size(); ++i) kernels::store_kv(b.data(), t, (int64_t)i, v[i]);
+  return b;
 }
 
 std::string unsupported_reason(Device& device, OpKind op, DType weight_dtype) {
