@@ -269,6 +269,9 @@ Status ModelRunner::attach(KvCache& kv) {
     return invalid_argument("runner: the KV cache has " + std::to_string(kv.spec().num_blocks) + " blocks of " +
                             std::to_string(kv.spec().block_size) + " tokens; the graph was built for " +
                             std::to_string(kv_spec_.num_blocks) + " of " + std::to_string(kv_spec_.block_size));
+  if (kv.spec().dtype != kv_spec_.dtype)
+    return invalid_argument("runner: the KV cache's pools are " + std::string(name(kv.spec().dtype)) + "; the graph was built for " +
+                            std::string(name(kv_spec_.dtype)));
   kv_ = &kv;
   // Where the step results land: pinned memory of the device that makes each (output k of the graph).
   auto maker = [&](size_t k) -> Device& {
