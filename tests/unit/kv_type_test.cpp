@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "core/thread_pool.h"
-#include "engine/bench/bandwidth.h"
+#include "core/read_bandwidth.h"
 #include "engine/kv/kv_type.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "engine/models/load_model.h"
