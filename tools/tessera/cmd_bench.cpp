@@ -112,6 +112,8 @@ int matmul_roofs_main() {
 // --op OP on the CPU with sizes: one primitive against the roofs of the same run.
 int cpu_op_main(bool type_given) {
   OpBenchOptions o = f.op_sizes;
+  // --kv-type is the model flag's; an operator bench of attention or kv_append reads it too ("auto": f32).
+  o.kv_type = f.kv_type == "auto" ? "f32" : f.kv_type;
   o.op = f.op;
   if (type_given) o.type = f.type;
   auto report = time_cpu_op(o);
@@ -433,7 +435,6 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--head-dim", o.head_dim, "--op attention, rope, kv_append: head size (default 128)");
   s->add_option("--ctx", o.ctx, "--op attention: the sequence's KV positions; kv_append: the pool's (default 4096)");
   s->add_option("--q-len", o.q_len, "--op attention: query tokens at the end of the context (default 1)");
-  s->add_option("--kv-type", o.kv_type, "--op attention, kv_append: the KV pools' dtype (f32)");
   s->add_option("--threads", o.threads, "--op: threads (default: the CPU backend's)");
   s->add_flag("--hot", o.hot, "--op: time one cache-resident copy of the inputs instead of rotating over copies larger than the LLC");
   s->add_option("--roofline", f.roofline,
