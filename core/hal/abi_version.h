@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 7;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0x3788cd1db10bd145ull;
+inline constexpr uint32_t kBackendAbiVersion = 8;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0x0a60c4ff3ac4f31cull;
 
 }  // namespace tessera

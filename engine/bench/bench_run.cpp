@@ -50,6 +50,7 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   ro.tile = o.tile;
   ro.place = o.place;
   ro.weight_layout = o.weight_layout;
+  ro.kv_type = o.kv_type;
   ro.batch_invariant = o.batch_invariant;
   ro.sample_on_device = true;
   TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(w, ro));
@@ -118,7 +119,9 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   }
   if (ids[0] != ids[1]) log("bench: note: the serial and overlapped loops chose different greedy tokens (an exact tie?)");
   uint64_t kv_bytes = 0;
-  const uint64_t kv_per_position = 2ull * (uint64_t)c.n_layers * (uint64_t)c.kv_dim() * sizeof(float);
+  const DType kv_dtype = runner->kv_spec().dtype;
+  r.kv_type = std::string(name(kv_dtype));
+  const uint64_t kv_per_position = 2ull * (uint64_t)c.n_layers * bytes_for(kv_dtype, c.kv_dim());
   for (int32_t i = 0; i < o.gen_tokens - 1; ++i) kv_bytes += kv_per_position * (uint64_t)(s->position() + i + 1);
   const std::vector<double>& step_new = step_ms[1];
   TS_ASSIGN_OR_RETURN(r.read_GBps_after, measure_roof());

@@ -24,6 +24,7 @@ struct BenchOptions {
   std::string place;   // --place: nodes pinned to a device
   std::string weight_layout = "auto";  // --weight-layout (docs/ir.md)
   bool batch_invariant = false;        // --batch-invariant (docs/backends.md, "Batch invariance")
+  std::string kv_type = "auto";        // --kv-type: f32, f16, bf16 or auto (ModelOptions::kv_type)
   bool competing_load = false;         // --competing-load: decode again beside a busy process on one core
 };
 
@@ -41,6 +42,7 @@ struct BenchReport {
   double decode_tok_s_serial = 0;
   double host_gap_us = 0, host_gap_serial_us = 0;  // medians: host time from one step's end to the next's submit
   uint64_t bytes_per_token = 0;  // weights + the KV cache read by one decode step, averaged
+  std::string kv_type;           // the KV pools' element type the bench ran with (bytes_per_token counts it)
   // The memory roof, measured before and after the timed runs: the host's
   // streaming read for the CPU; for any other device its device-to-device
   // copy (read plus write, engine/bench/device_ops.h), named by roof.

@@ -27,10 +27,18 @@
 //   token's bits still depend on its query and its window alone. Soft-capped
 //   scores (AttentionParams::softcap) are capped right after the scale.
 //
+// * f16 and bf16 pools (AttentionArgs::kv_dtype) are widened to f32 one
+//   block of one KV head at a time, into the lane's region, and folded from
+//   there with the same dots as f32 pools: widening is exact, so a token's
+//   bits are those of an f32 pool holding the rounded values, and every
+//   query row of the tile and head group reads the widened block from L1.
+//   Decode reads half the bytes of f32 pools from memory.
+//
 // Units are dealt round-robin to lanes; lane c owns the region
 // [partials_end + c * lane_floats, + lane_floats) of the workspace (one
-// block of scores, then the tile rows' softmax states), and the lanes run
-// as the ParallelFor's items, so no two threads share a region.
+// block of scores, one widened K and V block, then the tile rows' softmax
+// states), and the lanes run as the ParallelFor's items, so no two threads
+// share a region.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -57,12 +65,15 @@ int64_t lane_cap(int n_threads) { return 4 * (int64_t)std::max(1, n_threads); }
 
 int64_t group_of(const AttentionParams& p) { return p.n_heads / std::max(1, p.n_kv_heads); }
 
-// Per lane: a block of scores, then per tile row (token x head of the
-// group) the merged max and sum, and the current piece's max, sum and
-// head_dim accumulators.
+// Per lane: a block of scores, a widened K and V block (one KV head), then
+// per tile row (token x head of the group) the merged max and sum, and the
+// current piece's max, sum and head_dim accumulators.
 int64_t lane_floats(const AttentionParams& p) {
-  return p.block_size + kQueryTile * group_of(p) * (4 + (int64_t)p.head_dim);
+  return p.block_size * (1 + 2 * (int64_t)p.head_dim) + kQueryTile * group_of(p) * (4 + (int64_t)p.head_dim);
 }
+
+int64_t widened_offset(const AttentionParams& p) { return p.block_size; }
+int64_t tile_state_offset(const AttentionParams& p) { return p.block_size * (1 + 2 * (int64_t)p.head_dim); }
 
 // Per (decode sequence, query head, piece): max, sum, then head_dim accumulators.
 int64_t partial_floats(const AttentionParams& p) { return (int64_t)p.head_dim + 2; }
@@ -85,6 +96,8 @@ struct Shape {
   float sqrt_hd;
   float inv_softcap;    // 1 / p.softcap, when it is set
   bool split;           // split_decodes() of the call
+  // Widens n pool elements to f32 (f16/bf16 pools); null for f32 pools, read in place.
+  void (*widen)(const uint16_t* src, float* dst, int64_t n);
 
   int64_t q_len(int32_t s) const { return (int64_t)a.query_start[s + 1] - a.query_start[s]; }
   int64_t kv_len(int32_t s, int64_t t) const {
@@ -120,15 +133,43 @@ void reset(const Row& r, int head_dim) {
   std::fill(r.acc, r.acc + head_dim, 0.0f);
 }
 
-// Folds the block's offsets [lo, n), at pool slots base + lo.., into `r`
-// (lo > 0 where a sliding window starts inside the block).
-void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, int64_t base, int64_t head_off, int64_t lo,
-                int64_t n, float* scores) {
+// One block of one KV head as f32 rows: offset o's K row at k + o * stride.
+struct KvBlock {
+  const float* k;
+  const float* v;
+  int64_t stride;
+};
+
+// The block at pool slots base.. for the KV head at head_off, offsets [lo, n):
+// read in place from an f32 pool, or widened into `widened` (2 * block_size *
+// head_dim floats) from an f16/bf16 one.
+KvBlock load_block(const Shape& sh, int64_t base, int64_t head_off, int64_t lo, int64_t n, float* widened) {
+  if (!sh.widen) {
+    const float* k = static_cast<const float*>(sh.a.k_pool) + base * sh.kv_row + head_off;
+    const float* v = static_cast<const float*>(sh.a.v_pool) + base * sh.kv_row + head_off;
+    return {k, v, sh.kv_row};
+  }
+  const int64_t hd = sh.a.p.head_dim;
+  float* k = widened;
+  float* v = widened + (int64_t)sh.a.p.block_size * hd;
+  const auto* kp = static_cast<const uint16_t*>(sh.a.k_pool) + base * sh.kv_row + head_off;
+  const auto* vp = static_cast<const uint16_t*>(sh.a.v_pool) + base * sh.kv_row + head_off;
+  for (int64_t o = lo; o < n; ++o) {
+    sh.widen(kp + o * sh.kv_row, k + o * hd, hd);
+    sh.widen(vp + o * sh.kv_row, v + o * hd, hd);
+  }
+  return {k, v, hd};
+}
+
+// Folds the block's offsets [lo, n) into `r` (lo > 0 where a sliding window
+// starts inside the block).
+void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, const KvBlock& b, int64_t lo, int64_t n,
+                float* scores) {
   const AttentionParams& p = sh.a.p;
   const int hd = p.head_dim;
   float block_max = -INFINITY;
   for (int64_t o = lo; o < n; ++o) {
-    const float dot = isa.dot(r.q, sh.a.k_pool + (base + o) * sh.kv_row + head_off, hd);
+    const float dot = isa.dot(r.q, b.k + o * b.stride, hd);
     // 1/sqrt(head_dim) is applied as llama2.c does, by division.
     scores[o] = p.scale != 0.0f ? dot * p.scale : dot / sh.sqrt_hd;
     // gemma2's soft-cap, as ggml computes it: scale by 1/cap, tanh, scale by cap.
@@ -146,7 +187,7 @@ void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, in
   for (int64_t o = lo; o < n; ++o) {
     const float e = expf(scores[o] - *r.m);
     *r.l += e;
-    isa.axpy(e, sh.a.v_pool + (base + o) * sh.kv_row + head_off, r.acc, hd);
+    isa.axpy(e, b.v + o * b.stride, r.acc, hd);
   }
 }
 
@@ -177,7 +218,8 @@ void finish(const Row& r, int head_dim) {
 // Piece `piece` of decode sequence s for the query heads of KV head g; head
 // h's partial is at partials + (h * n_pieces + piece) * partial_floats.
 void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int g, int64_t piece, int64_t n_pieces,
-                  float* partials, float* scores) {
+                  float* partials, float* lane) {
+  float* scores = lane;
   const AttentionParams& p = sh.a.p;
   const int64_t t = sh.a.query_start[s];
   const int64_t len = sh.kv_len(s, t);
@@ -195,9 +237,9 @@ void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int
   // Blocks wholly before the window are skipped (a piece of none adds nothing when merged).
   for (int64_t j0 = std::max(piece * span, first / p.block_size * p.block_size); j0 < end; j0 += p.block_size) {
     const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
-    for (int hh = 0; hh < sh.group; ++hh)
-      fold_block(sh, isa, row(hh), base, head_off, std::max<int64_t>(0, first - j0), std::min<int64_t>(p.block_size, end - j0),
-                 scores);
+    const int64_t lo = std::max<int64_t>(0, first - j0), n = std::min<int64_t>(p.block_size, end - j0);
+    const KvBlock b = load_block(sh, base, head_off, lo, n, lane + widened_offset(p));
+    for (int hh = 0; hh < sh.group; ++hh) fold_block(sh, isa, row(hh), b, lo, n, scores);
   }
 }
 
@@ -223,7 +265,8 @@ void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64
   const AttentionParams& p = sh.a.p;
   const int64_t rows = kQueryTile * sh.group;
   float* scores = lane;
-  float* merged_m = lane + p.block_size;
+  float* widened = lane + widened_offset(p);
+  float* merged_m = lane + tile_state_offset(p);
   float* merged_l = merged_m + rows;
   float* piece_m = merged_l + rows;
   float* piece_l = piece_m + rows;
@@ -258,12 +301,23 @@ void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64
     for (int64_t j0 = std::max(p0, kv_begin / p.block_size * p.block_size); j0 < std::min(kv_end, p0 + span);
          j0 += p.block_size) {
       const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
+      // The block's offsets any row of the tile reads, widened once for all of them.
+      int64_t block_lo = p.block_size, block_n = 0;
+      for (int64_t i = 0; i < nq; ++i) {
+        const int64_t n = std::min<int64_t>(p.block_size, sh.kv_len(s, t0 + i) - j0);
+        const int64_t lo = std::max<int64_t>(0, sh.kv_first(t0 + i) - j0);
+        if (n <= lo) continue;
+        block_lo = std::min(block_lo, lo);
+        block_n = std::max(block_n, n);
+      }
+      if (block_n <= block_lo) continue;
+      const KvBlock b = load_block(sh, base, head_off, block_lo, block_n, widened);
       for (int64_t i = 0; i < nq; ++i) {
         const int64_t n = std::min<int64_t>(p.block_size, sh.kv_len(s, t0 + i) - j0);
         const int64_t lo = std::max<int64_t>(0, sh.kv_first(t0 + i) - j0);
         if (n <= lo) continue;  // causal: this row's context ended in an earlier block; or its window starts later
         for (int hh = 0; hh < sh.group; ++hh)
-          fold_block(sh, isa, first ? merged(i, hh) : piece(i, hh), base, head_off, lo, n, scores);
+          fold_block(sh, isa, first ? merged(i, hh) : piece(i, hh), b, lo, n, scores);
       }
     }
     if (!first)
@@ -299,7 +353,8 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
                  (int64_t)p.n_kv_heads * p.head_dim,
                  sqrtf((float)p.head_dim),
                  p.softcap > 0.0f ? 1.0f / p.softcap : 0.0f,
-                 split_decodes(n_decode * p.n_kv_heads, pf.num_threads())};
+                 split_decodes(n_decode * p.n_kv_heads, pf.num_threads()),
+                 a.kv_dtype == DType::f16 ? isa.f16_to_f32 : a.kv_dtype == DType::bf16 ? isa.bf16_to_f32 : nullptr};
 
   int64_t n_units = 0, n_pieces = 0;
   for (int32_t s = 0; s < a.n_seqs; ++s) {

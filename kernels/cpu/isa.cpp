@@ -129,6 +129,8 @@ constexpr IsaKernels kPortable{
     .axpy = axpy__portable,
     .f16_to_f32 = f16_to_f32__portable,
     .bf16_to_f32 = bf16_to_f32__portable,
+    .f32_to_f16 = f32_to_f16__portable,
+    .f32_to_bf16 = f32_to_bf16__portable,
 };
 #if defined(TESSERA_X86)
 constexpr IsaKernels kAvx2{
@@ -155,6 +157,8 @@ constexpr IsaKernels kAvx2{
     .axpy = axpy__avx2,
     .f16_to_f32 = f16_to_f32__avx2,
     .bf16_to_f32 = bf16_to_f32__avx2,
+    .f32_to_f16 = f32_to_f16__avx2,
+    .f32_to_bf16 = f32_to_bf16__avx2,
 };
 constexpr IsaKernels kAvx512Vnni{
     .isa = Isa::avx512_vnni,
@@ -180,6 +184,8 @@ constexpr IsaKernels kAvx512Vnni{
     .axpy = axpy__avx512vnni,
     .f16_to_f32 = f16_to_f32__avx512vnni,
     .bf16_to_f32 = bf16_to_f32__avx512vnni,
+    .f32_to_f16 = f32_to_f16__avx512vnni,
+    .f32_to_bf16 = f32_to_bf16__avx512vnni,
 };
 #endif
 #if defined(TESSERA_AARCH64)

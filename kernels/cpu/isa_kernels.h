@@ -123,6 +123,9 @@ struct IsaKernels {
   void (*axpy)(float a, const float* x, float* y, int64_t n);  // y += a * x
   void (*f16_to_f32)(const uint16_t* src, float* dst, int64_t n);
   void (*bf16_to_f32)(const uint16_t* src, float* dst, int64_t n);
+  // Rounded to nearest even, bit for bit as core/half.h (KV pools are stored so).
+  void (*f32_to_f16)(const float* src, uint16_t* dst, int64_t n);
+  void (*f32_to_bf16)(const float* src, uint16_t* dst, int64_t n);
 };
 
 // The table of active_isa() (isa.cpp assembles the tables from the kernels below).
@@ -152,6 +155,8 @@ float dot__portable(const float* a, const float* b, int64_t n);
 void axpy__portable(float a, const float* x, float* y, int64_t n);
 void f16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
+void f32_to_f16__portable(const float* src, uint16_t* dst, int64_t n);
+void f32_to_bf16__portable(const float* src, uint16_t* dst, int64_t n);
 
 #if defined(TESSERA_X86)
 void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row);
@@ -174,6 +179,8 @@ float dot__avx2(const float* a, const float* b, int64_t n);
 void axpy__avx2(float a, const float* x, float* y, int64_t n);
 void f16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
+void f32_to_f16__avx2(const float* src, uint16_t* dst, int64_t n);
+void f32_to_bf16__avx2(const float* src, uint16_t* dst, int64_t n);
 
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void quantize_row_K__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
@@ -196,6 +203,8 @@ float dot__avx512vnni(const float* a, const float* b, int64_t n);
 void axpy__avx512vnni(float a, const float* x, float* y, int64_t n);
 void f16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);
+void f32_to_f16__avx512vnni(const float* src, uint16_t* dst, int64_t n);
+void f32_to_bf16__avx512vnni(const float* src, uint16_t* dst, int64_t n);
 #endif
 
 #if defined(TESSERA_AARCH64)

@@ -14,7 +14,7 @@ namespace tessera::cli {
 namespace {
 
 struct BenchFlags {
-  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto", op, roofline;
+  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto", kv_type = "auto", op, roofline;
   OpBenchOptions op_sizes;  // --op on the CPU: --m, --k, --n, --heads, ... (type and op set from the flags above)
   int32_t prompt_tokens = 128, gen_tokens = 32;
   int32_t concurrency = 0, prefix_tokens = 0, long_prompt_tokens = 0;
@@ -45,6 +45,7 @@ nlohmann::json to_json(const BenchReport& r) {
       {"host_gap_us", r.host_gap_us},
       {"host_gap_serial_us", r.host_gap_serial_us},
       {"bytes_per_token", r.bytes_per_token},
+      {"kv_type", r.kv_type},
       {"read_GBps", r.read_GBps()},
       {"roof", r.roof},
       {"read_GBps_before", r.read_GBps_before},
@@ -111,6 +112,8 @@ int matmul_roofs_main() {
 // --op OP on the CPU with sizes: one primitive against the roofs of the same run.
 int cpu_op_main(bool type_given) {
   OpBenchOptions o = f.op_sizes;
+  // --kv-type is the model flag's; an operator bench of attention or kv_append reads it too ("auto": f32).
+  o.kv_type = f.kv_type == "auto" ? "f32" : f.kv_type;
   o.op = f.op;
   if (type_given) o.type = f.type;
   auto report = time_cpu_op(o);
@@ -286,6 +289,7 @@ BenchOptions model_options() {
   o.tile = f.tile;
   o.place = f.place;
   o.weight_layout = f.weight_layout;
+  o.kv_type = f.kv_type;
   o.batch_invariant = f.batch_invariant;
   o.competing_load = f.competing_load;
   return o;
@@ -400,6 +404,7 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... (docs/ir.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  add_kv_type_flag(*s, f.kv_type);
   s->add_option("--concurrency", f.concurrency,
                 "instead: N requests at once through the serving engine; aggregate decode tok/s, TTFT, TPOT (docs/performance.md)")
       ->check(CLI::Range(1, 4096));
@@ -430,7 +435,6 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--head-dim", o.head_dim, "--op attention, rope, kv_append: head size (default 128)");
   s->add_option("--ctx", o.ctx, "--op attention: the sequence's KV positions; kv_append: the pool's (default 4096)");
   s->add_option("--q-len", o.q_len, "--op attention: query tokens at the end of the context (default 1)");
-  s->add_option("--kv-type", o.kv_type, "--op attention, kv_append: the KV pools' dtype (f32)");
   s->add_option("--threads", o.threads, "--op: threads (default: the CPU backend's)");
   s->add_flag("--hot", o.hot, "--op: time one cache-resident copy of the inputs instead of rotating over copies larger than the LLC");
   s->add_option("--roofline", f.roofline,
