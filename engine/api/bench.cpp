@@ -50,7 +50,7 @@ Expected<OpBenchReport> time_cpu_op(const OpBenchOptions& o) {
   const auto type = dtype_from_name(o.type);
   if (!type) return invalid_argument("--type: '" + o.type + "' is not a dtype; expected f32, f16, bf16 or a block type (q4_K, q8_0, ...)");
   const auto kv_type = dtype_from_name(o.kv_type);
-  if (!kv_type) return invalid_argument("--kv-type: '" + o.kv_type + "' is not a dtype; expected f32");
+  if (!kv_type) return invalid_argument("--kv-type: '" + o.kv_type + "' is not a dtype; expected f32, f16 or bf16");
   shape.dtype = *type, shape.kv_dtype = *kv_type;
   shape.m = o.m, shape.k = o.k, shape.n = o.n;
   shape.heads = o.heads, shape.kv_heads = o.kv_heads, shape.head_dim = o.head_dim, shape.ctx = o.ctx, shape.q_len = o.q_len;
@@ -64,7 +64,9 @@ Expected<OpBenchReport> time_cpu_op(const OpBenchOptions& o) {
 
   OpBenchReport r;
   r.op = o.op;
-  r.dtype = o.op == "matmul" || o.op == "embedding" ? std::string(name(shape.dtype)) : "f32";
+  r.dtype = o.op == "matmul" || o.op == "embedding" ? std::string(name(shape.dtype))
+            : o.op == "attention"                      ? std::string(name(shape.kv_dtype))
+                                                       : "f32";
   r.kernel = t.cost.kernel;
   const OpShape& s = shape;
   if (o.op == "attention")

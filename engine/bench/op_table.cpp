@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/half.h"
 #include "core/quant.h"
 #include "engine/bench/matmul_roofs.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -28,6 +29,14 @@ void fill_uniform(std::byte* p, uint64_t bytes, std::mt19937& gen) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   auto* f = reinterpret_cast<float*>(p);
   for (uint64_t i = 0; i < bytes / 4; ++i) f[i] = u(gen);
+}
+
+// A pool of `elems` uniform values in [-1, 1), held as kv_dtype (f32, f16 or bf16).
+void fill_uniform_pool(std::byte* p, uint64_t elems, DType kv_dtype, std::mt19937& gen) {
+  if (kv_dtype == DType::f32) return fill_uniform(p, elems * 4, gen);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto* h = reinterpret_cast<uint16_t*>(p);
+  for (uint64_t i = 0; i < elems; ++i) h[i] = kv_dtype == DType::f16 ? f32_to_f16(u(gen)) : f32_to_bf16(u(gen));
 }
 
 // ---- row ops over n rows of k: rms_norm, add, silu_mul, softmax, argmax
@@ -88,8 +97,8 @@ Status check_attention(const OpShape& s) {
     return invalid_argument("--kv-heads: " + std::to_string(s.kv_heads) + " does not divide --heads " + std::to_string(s.heads));
   if (s.q_len > s.ctx)
     return invalid_argument("--q-len: " + std::to_string(s.q_len) + " query tokens exceed --ctx " + std::to_string(s.ctx));
-  if (s.kv_dtype != DType::f32)
-    return invalid_argument("--kv-type: the CPU's KV pools hold f32 only so far, not " + std::string(name(s.kv_dtype)));
+  if (s.kv_dtype != DType::f32 && s.kv_dtype != DType::f16 && s.kv_dtype != DType::bf16)
+    return invalid_argument("--kv-type: the CPU's attention reads f32, f16 or bf16 KV pools, not " + std::string(name(s.kv_dtype)));
   return Status::ok();
 }
 
@@ -103,18 +112,21 @@ double attended_positions(const OpShape& s) {
   return q * c - q * (q - 1) / 2;
 }
 
+uint64_t kv_elem_bytes(const OpShape& s) { return s.kv_dtype == DType::f32 ? 4 : 2; }
+
 OpCostFigures attention_cost(const OpShape& s) {
   return {4.0 * s.heads * s.head_dim * attended_positions(s),
-          2.0 * 4.0 * (double)s.ctx * (double)kv_width(s) + 2.0 * 4.0 * (double)s.q_len * (double)q_width(s),
-          ComputeDtype::f32_fma, "paged_attention (f32 KV)"};
+          2.0 * (double)kv_elem_bytes(s) * (double)s.ctx * (double)kv_width(s) + 2.0 * 4.0 * (double)s.q_len * (double)q_width(s),
+          ComputeDtype::f32_fma, "paged_attention (" + std::string(name(s.kv_dtype)) + " KV)"};
 }
 
 kernels::AttentionArgs attention_args(const OpShape& s, OpTensors t, void* ws) {
   kernels::AttentionArgs a;
   a.q = f32(t, 0);
   a.out = f32(t, 1);
-  a.k_pool = f32(t, 2);
-  a.v_pool = f32(t, 3);
+  a.k_pool = t[2];
+  a.v_pool = t[3];
+  a.kv_dtype = s.kv_dtype;
   a.n_tokens = s.q_len;
   int32_t* idx = i32(t, 4);  // positions[q_len], query_start[2], seq_lens[1], block table
   a.positions = idx;
@@ -196,13 +208,13 @@ const OpRow kOps[] = {
 
     {"attention", "--heads, --kv-heads, --head-dim, --ctx, --q-len, --kv-type", check_attention, attention_cost,
      [](const OpShape& s) {
-       const uint64_t q = (uint64_t)(s.q_len * q_width(s)) * 4, pool = (uint64_t)(pool_slots(s) * kv_width(s)) * 4;
+       const uint64_t q = (uint64_t)(s.q_len * q_width(s)) * 4, pool = (uint64_t)(pool_slots(s) * kv_width(s)) * kv_elem_bytes(s);
        return std::vector<uint64_t>{q, q, pool, pool, (uint64_t)(s.q_len + 3 + pool_slots(s) / kBlockSize) * 4};
      },
      [](const OpShape& s, OpTensors t, std::mt19937& gen) {
        fill_uniform(t[0], (uint64_t)(s.q_len * q_width(s)) * 4, gen);
-       fill_uniform(t[2], (uint64_t)(pool_slots(s) * kv_width(s)) * 4, gen);
-       fill_uniform(t[3], (uint64_t)(pool_slots(s) * kv_width(s)) * 4, gen);
+       fill_uniform_pool(t[2], (uint64_t)(pool_slots(s) * kv_width(s)), s.kv_dtype, gen);
+       fill_uniform_pool(t[3], (uint64_t)(pool_slots(s) * kv_width(s)), s.kv_dtype, gen);
        fill_attention_indices(s, i32(t, 4), gen);
      },
      [](const OpShape& s, int threads) {

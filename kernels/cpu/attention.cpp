@@ -16,10 +16,12 @@
 //   one KV head group, and walks the context block by block, each loaded
 //   K/V block serving all of the tile's rows, merging each piece as it ends.
 // * A decode sequence (one query token) is a tile of one token, unless the
-//   call's decode (sequence, KV head) pairs are too few to keep the lanes
-//   busy: then each piece is a unit of its own, leaving its partial result
-//   in the workspace, and a second pass merges the pieces, in the same order.
-//   One decode token with a long context thus keeps every thread busy.
+//   call's decode sequences are fewer than the lanes: then each piece, for
+//   every KV head, is a unit of its own, leaving its partial results in the
+//   workspace, and a second pass merges the pieces, in the same order. One
+//   decode token with a long context thus keeps every thread busy, and a
+//   piece reads its blocks whole (every KV head's rows), which lie together
+//   in the pool, where one KV head's rows lie a pool row apart.
 //
 // * A sliding window (AttentionParams::window) skips the blocks wholly
 //   before it and masks the positions before it in the block where it
@@ -84,10 +86,10 @@ int64_t piece_count(int64_t len, int32_t block_size) {
   return std::max<int64_t>(1, ceil_div(len, piece_span(block_size)));
 }
 
-// Whether a call whose decode sequences make `pairs` (sequence, KV head)
-// pairs runs each of their pieces as a unit: only when the pairs alone
-// cannot fill the lanes. It decides who computes what, never the numbers.
-bool split_decodes(int64_t pairs, int n_threads) { return pairs < lane_cap(n_threads); }
+// Whether a call of n_decode decode sequences runs each of their pieces as a
+// unit: only when the sequences alone cannot fill the lanes. It decides who
+// computes what, never the numbers.
+bool split_decodes(int64_t n_decode, int n_threads) { return n_decode < lane_cap(n_threads); }
 
 struct Shape {
   const AttentionArgs& a;
@@ -107,14 +109,14 @@ struct Shape {
   int64_t kv_first(int64_t t) const {
     return a.p.window > 0 ? std::max<int64_t>(0, (int64_t)a.positions[t] - a.p.window + 1) : 0;
   }
-  // Pieces per (sequence, KV head) run as units of their own; 0 for a sequence whose tiles merge as they go.
+  // Pieces of sequence s run as units of their own (each for every KV head); 0 for a sequence whose tiles merge as they go.
   int64_t decode_pieces(int32_t s) const {
     return split && q_len(s) == 1 ? piece_count(kv_len(s, a.query_start[s]), a.p.block_size) : 0;
   }
-  // Work units of sequence s: pieces or query tiles, times KV heads.
+  // Work units of sequence s: pieces, or query tiles times KV heads.
   int64_t units(int32_t s) const {
     const int64_t pieces = decode_pieces(s);
-    return (pieces > 0 ? pieces : ceil_div(q_len(s), kQueryTile)) * a.p.n_kv_heads;
+    return pieces > 0 ? pieces : ceil_div(q_len(s), kQueryTile) * a.p.n_kv_heads;
   }
 };
 
@@ -159,6 +161,36 @@ KvBlock load_block(const Shape& sh, int64_t base, int64_t head_off, int64_t lo, 
     sh.widen(vp + o * sh.kv_row, v + o * hd, hd);
   }
   return {k, v, hd};
+}
+
+// Asks for the K and V rows of the block at pool slots base.., offsets [lo,
+// n), of the KV head at head_off, ahead of their use. A KV head's row is a
+// few cache lines of a pool row of every KV head, so a block's rows lie a
+// pool row apart, each on a page of its own, and the blocks in table order:
+// no hardware prefetcher follows that, and without this each row waited for
+// memory. A hint only: it changes no arithmetic.
+void prefetch_block(const Shape& sh, int64_t base, int64_t head_off, int64_t lo, int64_t n) {
+  const int64_t elem = sh.widen ? 2 : 4;
+  const int64_t row_bytes = (int64_t)sh.a.p.head_dim * elem, stride = sh.kv_row * elem;
+  const char* k = static_cast<const char*>(sh.a.k_pool) + (base * sh.kv_row + head_off) * elem;
+  const char* v = static_cast<const char*>(sh.a.v_pool) + (base * sh.kv_row + head_off) * elem;
+  for (int64_t o = lo; o < n; ++o)
+    for (int64_t b = 0; b < row_bytes; b += 64) {
+      __builtin_prefetch(k + o * stride + b);
+      __builtin_prefetch(v + o * stride + b);
+    }
+}
+
+// Asks for n whole pool rows (every KV head's K and V) from slot `slot` on:
+// one stretch of each pool, ahead of its use.
+void prefetch_rows(const Shape& sh, int64_t slot, int64_t n) {
+  const int64_t elem = sh.widen ? 2 : 4;
+  const char* k = static_cast<const char*>(sh.a.k_pool) + slot * sh.kv_row * elem;
+  const char* v = static_cast<const char*>(sh.a.v_pool) + slot * sh.kv_row * elem;
+  for (int64_t b = 0; b < n * sh.kv_row * elem; b += 64) {
+    __builtin_prefetch(k + b);
+    __builtin_prefetch(v + b);
+  }
 }
 
 // Folds the block's offsets [lo, n) into `r` (lo > 0 where a sliding window
@@ -215,9 +247,11 @@ void finish(const Row& r, int head_dim) {
   for (int d = 0; d < head_dim; ++d) r.acc[d] = l > 0.0f ? r.acc[d] / l : 0.0f;
 }
 
-// Piece `piece` of decode sequence s for the query heads of KV head g; head
-// h's partial is at partials + (h * n_pieces + piece) * partial_floats.
-void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int g, int64_t piece, int64_t n_pieces,
+// Piece `piece` of decode sequence s for every query head; head h's partial
+// is at partials + (h * n_pieces + piece) * partial_floats. Each block is
+// folded KV head by KV head, and the next block, every KV head's rows of it
+// (one stretch of the pool), asked for meanwhile.
+void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64_t piece, int64_t n_pieces,
                   float* partials, float* lane) {
   float* scores = lane;
   const AttentionParams& p = sh.a.p;
@@ -225,21 +259,23 @@ void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int
   const int64_t len = sh.kv_len(s, t);
   const int64_t span = piece_span(p.block_size);
   const int32_t* table = sh.a.block_tables + (int64_t)s * sh.a.max_blocks_per_seq;
-  const int64_t head_off = (int64_t)g * p.head_dim;
-  auto row = [&](int hh) {
-    const int64_t h = (int64_t)g * sh.group + hh;
+  auto row = [&](int64_t h) {
     float* partial = partials + (h * n_pieces + piece) * partial_floats(p);
     return Row{sh.a.q + t * sh.q_row + h * p.head_dim, partial + 2, &partial[0], &partial[1]};
   };
-  for (int hh = 0; hh < sh.group; ++hh) reset(row(hh), p.head_dim);
+  for (int64_t h = 0; h < p.n_heads; ++h) reset(row(h), p.head_dim);
   const int64_t end = std::min(len, (piece + 1) * span);
   const int64_t first = sh.kv_first(t);
   // Blocks wholly before the window are skipped (a piece of none adds nothing when merged).
   for (int64_t j0 = std::max(piece * span, first / p.block_size * p.block_size); j0 < end; j0 += p.block_size) {
     const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
     const int64_t lo = std::max<int64_t>(0, first - j0), n = std::min<int64_t>(p.block_size, end - j0);
-    const KvBlock b = load_block(sh, base, head_off, lo, n, lane + widened_offset(p));
-    for (int hh = 0; hh < sh.group; ++hh) fold_block(sh, isa, row(hh), b, lo, n, scores);
+    if (const int64_t next = j0 + p.block_size; next < end)
+      prefetch_rows(sh, (int64_t)table[next / p.block_size] * p.block_size, std::min<int64_t>(p.block_size, end - next));
+    for (int g = 0; g < p.n_kv_heads; ++g) {
+      const KvBlock b = load_block(sh, base, (int64_t)g * p.head_dim, lo, n, lane + widened_offset(p));
+      for (int hh = 0; hh < sh.group; ++hh) fold_block(sh, isa, row((int64_t)g * sh.group + hh), b, lo, n, scores);
+    }
   }
 }
 
@@ -301,6 +337,9 @@ void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64
     for (int64_t j0 = std::max(p0, kv_begin / p.block_size * p.block_size); j0 < std::min(kv_end, p0 + span);
          j0 += p.block_size) {
       const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
+      if (const int64_t next = j0 + p.block_size; next < kv_end)
+        prefetch_block(sh, (int64_t)table[next / p.block_size] * p.block_size, head_off, 0,
+                       std::min<int64_t>(p.block_size, kv_end - next));
       // The block's offsets any row of the tile reads, widened once for all of them.
       int64_t block_lo = p.block_size, block_n = 0;
       for (int64_t i = 0; i < nq; ++i) {
@@ -332,14 +371,14 @@ void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64
 
 size_t attention_workspace_bytes(const AttentionParams& p, const AttentionWorkspaceBounds& b) {
   const int64_t max_decode = std::max<int64_t>(0, std::min(b.n_tokens, b.n_seqs));
-  // Partials exist only when decodes split, that is for fewer pairs than lanes.
-  const int64_t split_pairs = std::min(max_decode * p.n_kv_heads, lane_cap(b.n_threads) - 1);
-  const int64_t partials = split_pairs * piece_count(b.max_context, p.block_size) * group_of(p) * partial_floats(p);
+  // Partials exist only when decodes split, that is for fewer decode sequences than lanes.
+  const int64_t split_seqs = std::min(max_decode, lane_cap(b.n_threads) - 1);
+  const int64_t partials = split_seqs * piece_count(b.max_context, p.block_size) * p.n_heads * partial_floats(p);
   return (size_t)(partials + lane_cap(b.n_threads) * lane_floats(p)) * sizeof(float);
 }
 
 int64_t attention_decode_pieces(const AttentionParams& p, int64_t n_decode, int64_t context, int n_threads) {
-  return split_decodes(n_decode * p.n_kv_heads, n_threads) ? piece_count(context, p.block_size) : 1;
+  return split_decodes(n_decode, n_threads) ? piece_count(context, p.block_size) : 1;
 }
 
 void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
@@ -353,7 +392,7 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
                  (int64_t)p.n_kv_heads * p.head_dim,
                  sqrtf((float)p.head_dim),
                  p.softcap > 0.0f ? 1.0f / p.softcap : 0.0f,
-                 split_decodes(n_decode * p.n_kv_heads, pf.num_threads()),
+                 split_decodes(n_decode, pf.num_threads()),
                  a.kv_dtype == DType::f16 ? isa.f16_to_f32 : a.kv_dtype == DType::bf16 ? isa.bf16_to_f32 : nullptr};
 
   int64_t n_units = 0, n_pieces = 0;
@@ -368,25 +407,24 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
 
   // Pass 1: decode pieces and query tiles. Lane c takes units c, c + lanes, ...
   // Units are numbered sequence by sequence, a split decode sequence's
-  // KV-head-major; its partials are query-head-major (see decode_piece).
+  // one per piece; its partials are query-head-major (see decode_piece).
   const auto units = [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       float* lane = lanes_base + c * lane_floats(p);
       int64_t first = 0, piece_base = 0;
       for (int32_t s = 0; s < a.n_seqs; ++s) {
         const int64_t n = sh.units(s);
-        const int64_t per_kv_head = sh.decode_pieces(s);
+        const int64_t seq_pieces = sh.decode_pieces(s);
         for (int64_t u = (c - first % lanes + lanes) % lanes; u < n; u += lanes) {
-          if (per_kv_head > 0) {
-            decode_piece(sh, isa, s, (int)(u / per_kv_head), u % per_kv_head, per_kv_head,
-                         partials + piece_base * partial_floats(p), lane);
+          if (seq_pieces > 0) {
+            decode_piece(sh, isa, s, u, seq_pieces, partials + piece_base * partial_floats(p), lane);
           } else {
             const int64_t tile = u / p.n_kv_heads, t0 = a.query_start[s] + tile * kQueryTile;
             query_tile(sh, isa, s, t0, std::min(kQueryTile, a.query_start[s + 1] - t0), (int)(u % p.n_kv_heads), lane);
           }
         }
         first += n;
-        piece_base += per_kv_head * p.n_heads;
+        piece_base += seq_pieces * p.n_heads;
       }
     }
   };

@@ -79,6 +79,12 @@ TEST_CASE("bench --op attention times paged attention over a block table, f32 KV
   const auto j = run_op({"--op", "attention", "--heads", "4", "--kv-heads", "2", "--head-dim", "64", "--ctx", "512", "--q-len", "4"});
   check_op_report(j);
   CHECK(j["compute_roof_dtype"] == "f32");
+  // An f16 pool reads half the bytes: 2 pools of 512 positions of 2 x 64 values, 2 bytes each, and q and out in f32.
+  const auto h = run_op({"--op", "attention", "--heads", "4", "--kv-heads", "2", "--head-dim", "64", "--ctx", "512", "--q-len", "4",
+                         "--kv-type", "f16"});
+  check_op_report(h);
+  CHECK(h["dtype"] == "f16");
+  CHECK(h["bytes"].get<double>() == doctest::Approx(2.0 * 2 * 512 * 128 + 2.0 * 4 * 4 * 256));
 }
 
 TEST_CASE("bench --op rms_norm times a row op; --hot keeps one copy") {
@@ -96,7 +102,7 @@ TEST_CASE("bench --op refuses bad sizes, types and ops with one line naming the 
   check_refused({"--op", "matmul", "--m", "-3", "--k", "256"}, "--m");
   check_refused({"--op", "nope"}, "--op");
   check_refused({"--op", "attention", "--heads", "6", "--kv-heads", "4"}, "--kv-heads");
-  check_refused({"--op", "attention", "--kv-type", "f16"}, "--kv-type");
+  check_refused({"--op", "attention", "--kv-type", "q8_0"}, "--kv-type");
   check_refused({"--op", "attention", "--ctx", "8", "--q-len", "9"}, "--q-len");
   check_refused({"--op", "rope", "--head-dim", "7"}, "--head-dim");
 }
