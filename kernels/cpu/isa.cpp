@@ -217,6 +217,8 @@ constexpr IsaKernels kNeonDotprod{
     .axpy = axpy__neon_dotprod,
     .f16_to_f32 = f16_to_f32__neon_dotprod,
     .bf16_to_f32 = bf16_to_f32__neon_dotprod,
+    .f32_to_f16 = f32_to_f16__portable,  // the KV pools' rounding on append (portable's, bit for bit)
+    .f32_to_bf16 = f32_to_bf16__portable,
 };
 #endif
 }  // namespace

@@ -87,7 +87,7 @@ TEST_CASE("bench --op attention times paged attention over a block table, f32 KV
   CHECK(h["bytes"].get<double>() == doctest::Approx(2.0 * 2 * 512 * 128 + 2.0 * 4 * 4 * 256));
 }
 
-TEST_CASE("bench --op rms_norm times a row op; --hot keeps one copy") {
+TEST_CASE("bench --op rms_norm times a row op, and --hot keeps one copy") {
   check_op_report(run_op({"--op", "rms_norm", "--n", "4", "--k", "4096"}));
   const auto hot = run_op({"--op", "rms_norm", "--n", "4", "--k", "4096", "--hot"});
   CHECK(hot["copies"] == 1);

@@ -32,7 +32,7 @@ size_t same_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b)
 
 }  // namespace
 
-TEST_CASE("stories260K with f16 KV: 5 of 6 greedy reference lines whole, every line's first 32 ids; with bf16 every line's first 25") {
+TEST_CASE("stories260K with f16 KV: 5 of 6 greedy reference lines whole, every line's first 32 ids, and with bf16 every line's first 25") {
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
   REQUIRE(cases.size() == 6);
   int whole = 0;

@@ -41,7 +41,7 @@ class F32KvOnly final : public KernelTable {
 
 }  // namespace
 
-TEST_CASE("--kv-type: auto is f32 for an all-f32 model and f16 for others unless the device lacks f16 pools; names are taken as given") {
+TEST_CASE("--kv-type: auto is f32 for an all-f32 model and f16 for others unless the device lacks f16 pools, and names are taken as given") {
   const auto stories = load("models/stories260K.bin");           // llama2.c: f32 weights
   const auto tiny = load("models/llama-2-tiny-random.gguf");      // f16 weights
   CHECK(*resolve_kv_type("auto", *stories) == DType::f32);
