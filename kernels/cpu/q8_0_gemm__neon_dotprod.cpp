@@ -3,6 +3,7 @@
 // q5_0, q5_1 and iq4_nl to portable's tiles over the same rows) and q8_0 x
 // q8_0 tiles on sdot: int8 x int8 summed four at a time into int32 lanes,
 // so no offset or sign trick is needed (unlike x86's unsigned x signed dots).
+#include "kernels/cpu/block32_sdot_tile__neon.h"
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/simd_util__neon.h"
 
@@ -48,62 +49,20 @@ void quantize_row__neon_dotprod(DType w_dtype, const float* x, int64_t k, std::b
 
 namespace {
 
-// y[i][r] for MR x rows and NR weight rows: per block, two sdots give the
-// int32 dot in 4 lanes, scaled by d_w * d_x into one f32x4 accumulator per
-// output, summed across lanes at the end. Every output takes these steps in
-// this order whatever MR and NR are: a row's bits do not depend on m.
-template <int MR, int NR>
-void q8_0_tile(const std::byte* x, int64_t xs, const QWeightRows& w, int64_t nb, float* y, int64_t ldy) {
-  BlockRow<BlockQ8_0> wr[NR];
-  block_rows(w, wr);
-  const int8_t* xq[MR];
-  const float* xd[MR];
-  for (int i = 0; i < MR; ++i) {
-    xq[i] = qx_qs(x + i * xs);
-    xd[i] = qx_d(x + i * xs, nb);
+// q8_0's codes are the int8 halves as they are.
+struct Q8_0Codes {
+  using Block = BlockQ8_0;
+  void operator()(const BlockQ8_0& b, int8x16_t& lo, int8x16_t& hi) const {
+    lo = vld1q_s8(b.qs);
+    hi = vld1q_s8(b.qs + 16);
   }
-  float32x4_t acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < NR; ++r) acc[i][r] = vdupq_n_f32(0.0f);
-  for (int64_t b = 0; b < nb; ++b) {
-    int8x16_t w0[NR], w1[NR];
-    float wd[NR];
-    for (int r = 0; r < NR; ++r) {
-      w0[r] = vld1q_s8(wr[r][b].qs);
-      w1[r] = vld1q_s8(wr[r][b].qs + 16);
-      wd[r] = half_to_float(wr[r][b].d);
-    }
-    for (int i = 0; i < MR; ++i) {
-      const int8x16_t x0 = vld1q_s8(xq[i] + b * kQK8_0), x1 = vld1q_s8(xq[i] + b * kQK8_0 + 16);
-      for (int r = 0; r < NR; ++r) {
-        const int32x4_t dot = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0[r], x0), w1[r], x1);
-        acc[i][r] = vfmaq_n_f32(acc[i][r], vcvtq_f32_s32(dot), wd[r] * xd[i][b]);
-      }
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < NR; ++r) y[i * ldy + r] = vaddvq_f32(acc[i][r]);
-}
-
-// Four x rows at most: 16 accumulators, 8 weight and 2 x registers of 32.
-template <int NR>
-void q8_0_rows(const std::byte* x, int64_t xs, int mr, const QWeightRows& w, int64_t nb, float* y, int64_t ldy) {
-  switch (mr) {
-    case 4: return q8_0_tile<4, NR>(x, xs, w, nb, y, ldy);
-    case 3: return q8_0_tile<3, NR>(x, xs, w, nb, y, ldy);
-    case 2: return q8_0_tile<2, NR>(x, xs, w, nb, y, ldy);
-    case 1: return q8_0_tile<1, NR>(x, xs, w, nb, y, ldy);
-    default: break;
-  }
-}
+};
 
 }  // namespace
 
 void q8_0_tile__neon_dotprod(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
                              float* y, int64_t ldy) {
-  const int64_t nb = k / kQK8_0;
-  if (nr == 4) return q8_0_rows<4>(x, x_stride, mr, w, nb, y, ldy);
-  for (int r = 0; r < nr; ++r) q8_0_rows<1>(x, x_stride, mr, weight_row(w, r), nb, y + r, ldy);
+  block32_sdot(Q8_0Codes{}, x, x_stride, mr, w, nr, k, y, ldy);
 }
 
 }  // namespace tessera::kernels::cpu::detail
