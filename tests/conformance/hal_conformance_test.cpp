@@ -221,16 +221,19 @@ TEST_CASE("rope rotates both layouts, partial rotary included, on every device")
   }
 }
 
-TEST_CASE("kv_append writes every token's K and V to its slot, and nothing for a token of slot -1, on every device") {
-  Rng rng(105);
-  const int32_t kv_heads = 2, hd = 8, bs = 4, blocks = 6, n = 5;
-  const int64_t width = kv_heads * hd, slots = (int64_t)bs * blocks;
-  const auto k = rng.floats((size_t)(n * width)), v = rng.floats((size_t)(n * width));
-  const auto kp = rng.floats((size_t)(slots * width)), vp = rng.floats((size_t)(slots * width));
-  const TensorDesc pool = TensorDesc::contiguous(DType::f32, Shape{slots, width});
-  OpCase c{OpKind::kv_append, KvCacheParams{kv_heads, hd, bs},
+// A kv_append case: n tokens of K/V rows into pools of `slots` rows of type
+// t holding kp0/vp0, each token to a shuffled distinct slot except token
+// `pad`, which has slot -1 (a padding token, core/hal/step_padding.h) and
+// must write nothing. Checks every device's pools against the reference's, byte for byte.
+static void check_kv_append(Rng& rng, KvCacheParams kvp, int64_t slots, int64_t n, const std::vector<float>& k,
+                     const std::vector<float>& v, const std::vector<float>& kp0, const std::vector<float>& vp0, DType t,
+                     int64_t pad) {
+  const int64_t width = (int64_t)kvp.n_kv_heads * kvp.head_dim;
+  const TensorDesc pool = TensorDesc::contiguous(t, Shape{slots, width});
+  OpCase c{OpKind::kv_append, kvp,
            {weight_f32(Shape{n, width}, k), weight_f32(Shape{n, width}, v), step(StepField::slot_mapping),
-            {OpInput::pool, pool, as_bytes(kp), StepField::none}, {OpInput::pool, pool, as_bytes(vp), StepField::none}}};
+            {OpInput::pool, pool, kv_pool_bytes(kp0, t), StepField::none},
+            {OpInput::pool, pool, kv_pool_bytes(vp0, t), StepField::none}}};
   plain_step(c, n);
   // A plan that writes the KV cache checks the step's sequence metadata too.
   c.bucket.max_blocks_per_seq = 2;
@@ -239,14 +242,23 @@ TEST_CASE("kv_append writes every token's K and V to its slot, and nothing for a
   std::iota(all.begin(), all.end(), 0);
   std::shuffle(all.begin(), all.end(), rng.engine());
   c.slot_mapping.assign(all.begin(), all.begin() + n);
-  c.slot_mapping[2] = kNoSlot;  // a padding token (core/hal/step_padding.h)
-  std::vector<float> ek = kp, ev = vp;
-  ref::kv_append({k.data(), v.data(), c.slot_mapping.data(), n, ek.data(), ev.data(), DType::f32, slots, {kv_heads, hd, bs}});
+  c.slot_mapping[(size_t)pad] = kNoSlot;
+  std::vector<std::byte> ek = c.inputs[3].bytes, ev = c.inputs[4].bytes;
+  ref::kv_append({k.data(), v.data(), c.slot_mapping.data(), n, ek.data(), ev.data(), t, slots, kvp});
   on_every_device(c, OpKind::kv_append, DType::f32, [&](const auto& out) {
     REQUIRE(out.size() == 2);
-    CHECK(from_bytes<float>(out[0]) == ek);
-    CHECK(from_bytes<float>(out[1]) == ev);
+    CHECK(out[0] == ek);
+    CHECK(out[1] == ev);
   });
+}
+
+TEST_CASE("kv_append writes every token's K and V to its slot, and nothing for a token of slot -1, on every device") {
+  Rng rng(105);
+  const int32_t kv_heads = 2, hd = 8, bs = 4, blocks = 6, n = 5;
+  const int64_t width = kv_heads * hd, slots = (int64_t)bs * blocks;
+  const auto k = rng.floats((size_t)(n * width)), v = rng.floats((size_t)(n * width));
+  const auto kp = rng.floats((size_t)(slots * width)), vp = rng.floats((size_t)(slots * width));
+  check_kv_append(rng, {kv_heads, hd, bs}, slots, n, k, v, kp, vp, DType::f32, /*pad=*/2);
 }
 
 TEST_CASE("kv_append rounds K and V to f16 and bf16 pools as the reference does, bit for bit, on every device") {
@@ -264,26 +276,7 @@ TEST_CASE("kv_append rounds K and V to f16 and bf16 pools as the reference does,
     const float edge[] = {1.0f + 1.0f / 2048.0f, 1.0f + 3.0f / 2048.0f, 1e-6f, -3e-8f, 65520.0f, -0.0f, INFINITY, NAN, 1.00390625f};
     for (size_t i = 0; i < std::size(edge); ++i) k[i * 2] = edge[i];
     const auto kp0 = rng.floats((size_t)(slots * width)), vp0 = rng.floats((size_t)(slots * width));
-    const TensorDesc pool = TensorDesc::contiguous(t, Shape{slots, width});
-    OpCase c{OpKind::kv_append, KvCacheParams{kv_heads, hd, bs},
-             {weight_f32(Shape{n, width}, k), weight_f32(Shape{n, width}, v), step(StepField::slot_mapping),
-              {OpInput::pool, pool, kv_pool_bytes(kp0, t), StepField::none},
-              {OpInput::pool, pool, kv_pool_bytes(vp0, t), StepField::none}}};
-    plain_step(c, n);
-    c.bucket.max_blocks_per_seq = 2;
-    c.block_tables = {0, 1};
-    std::vector<int32_t> all((size_t)slots);
-    std::iota(all.begin(), all.end(), 0);
-    std::shuffle(all.begin(), all.end(), rng.engine());
-    c.slot_mapping.assign(all.begin(), all.begin() + n);
-    c.slot_mapping[3] = kNoSlot;
-    std::vector<std::byte> ek = c.inputs[3].bytes, ev = c.inputs[4].bytes;
-    ref::kv_append({k.data(), v.data(), c.slot_mapping.data(), n, ek.data(), ev.data(), t, slots, {kv_heads, hd, bs}});
-    on_every_device(c, OpKind::kv_append, DType::f32, [&](const auto& out) {
-      REQUIRE(out.size() == 2);
-      CHECK(out[0] == ek);
-      CHECK(out[1] == ev);
-    });
+    check_kv_append(rng, {kv_heads, hd, bs}, slots, n, k, v, kp0, vp0, t, /*pad=*/3);
   }
 }
 
