@@ -37,6 +37,11 @@ inline int64_t rows_of(const BoundTensor& t, const StepArgs& a) {
   return 0;
 }
 
+// The input that is a dispatch's K pool (its V pool follows), or -1 for an op that reads none.
+inline int k_pool_input(OpKind op) {
+  return op == OpKind::kv_append ? 3 : op == OpKind::paged_attention ? 1 : op == OpKind::rope_kv_append ? 5 : -1;
+}
+
 inline float* bound_f32(const BoundTensor& t) { return reinterpret_cast<float*>(t.data); }
 inline int32_t* bound_i32(const BoundTensor& t) { return reinterpret_cast<int32_t*>(t.data); }
 
@@ -82,8 +87,9 @@ inline kernels::KvAppendArgs bound_kv_append_args(const BoundDispatch& d, const 
   kv.v = bound_f32(d.in[1]);
   kv.slot_mapping = bound_i32(d.in[2]);
   kv.n_tokens = a.n_tokens;
-  kv.k_pool = bound_f32(d.in[3]);
-  kv.v_pool = bound_f32(d.in[4]);
+  kv.k_pool = d.in[3].data;
+  kv.v_pool = d.in[4].data;
+  kv.kv_dtype = d.in[3].desc.dtype;
   kv.num_slots = d.in[3].desc.shape[0];
   kv.p = std::get<KvCacheParams>(d.params);
   return kv;
@@ -99,8 +105,9 @@ inline kernels::RopeKvAppendArgs bound_rope_kv_append_args(const BoundDispatch& 
   r.positions = bound_i32(d.in[3]);
   r.slot_mapping = bound_i32(d.in[4]);
   r.n_tokens = a.n_tokens;
-  r.k_pool = bound_f32(d.in[5]);
-  r.v_pool = bound_f32(d.in[6]);
+  r.k_pool = d.in[5].data;
+  r.v_pool = d.in[6].data;
+  r.kv_dtype = d.in[5].desc.dtype;
   r.num_slots = d.in[5].desc.shape[0];
   r.p = std::get<RopeKvAppendParams>(d.params);
   const RopeExtra extra = rope_extra(d.op, d.in);
@@ -115,8 +122,9 @@ inline kernels::AttentionArgs bound_attention_args(const BoundDispatch& d, const
   at.q = bound_f32(d.in[0]);
   at.out = bound_f32(d.out[0]);
   at.n_tokens = a.n_tokens;
-  at.k_pool = bound_f32(d.in[1]);
-  at.v_pool = bound_f32(d.in[2]);
+  at.k_pool = d.in[1].data;
+  at.v_pool = d.in[2].data;
+  at.kv_dtype = d.in[1].desc.dtype;
   at.positions = bound_i32(d.in[3]);
   at.query_start = bound_i32(d.in[4]);
   at.seq_lens = bound_i32(d.in[5]);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -16,8 +18,21 @@
 namespace tessera {
 
 namespace {
-// How long an idle worker spins before it sleeps.
-constexpr auto kSpin = std::chrono::microseconds(200);
+// How long an idle worker spins before it sleeps, unless TESSERA_SPIN_US
+// says otherwise (0: sleep at once, for hosts where every cycle spent
+// spinning is taken from another process).
+constexpr int kSpinUs = 200;
+std::chrono::microseconds spin_from_env() {
+  const char* env = std::getenv("TESSERA_SPIN_US");
+  if (env == nullptr || *env == '\0') return std::chrono::microseconds(kSpinUs);
+  char* end = nullptr;
+  const long us = std::strtol(env, &end, 10);
+  if (*end != '\0' || us < 0 || us > 1000000) {
+    std::fprintf(stderr, "tessera: TESSERA_SPIN_US=%s is not a count of microseconds (0 to 1000000); using %d\n", env, kSpinUs);
+    return std::chrono::microseconds(kSpinUs);
+  }
+  return std::chrono::microseconds(us);
+}
 // Polls between yields while spinning. Spinning alone assumes a core each:
 // on a host with more runnable threads than cores (a server's HTTP threads,
 // a client on the same machine), a spinning caller waits out its time slice
@@ -26,7 +41,7 @@ constexpr auto kSpin = std::chrono::microseconds(200);
 constexpr int kPollsPerYield = 64;
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) {
+ThreadPool::ThreadPool(int n_threads) : spin_(spin_from_env()) {
   if (n_threads <= 0) n_threads = (int)std::max(1u, std::thread::hardware_concurrency());
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
@@ -60,24 +75,30 @@ void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
     // Spin, then sleep, until a new job (or stop) is published.
-    const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+    const auto spin_until = std::chrono::steady_clock::now() + spin_;
     int polls = 0;
-    while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed)) {
+    auto fresh = [&] {
+      const uint64_t s = state_.load(std::memory_order_acquire);
+      return (s >> 1) != (seen >> 1) && open_state(s);
+    };
+    while (!fresh() && !stop_.load(std::memory_order_relaxed)) {
       TESSERA_CPU_RELAX();
       if (++polls % kPollsPerYield != 0) continue;
       std::this_thread::yield();
       if (std::chrono::steady_clock::now() > spin_until) {
         std::unique_lock<std::mutex> lock(mu_);
         sleepers_.fetch_add(1);
-        wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+        wake_.wait(lock, [&] { return stop_.load() || fresh(); });
         sleepers_.fetch_sub(1);
         break;
       }
     }
     if (stop_.load()) return;
-    seen = generation_.load(std::memory_order_acquire);
-    work_on_current();
-    pending_.fetch_sub(1, std::memory_order_release);
+    seen = state_.load(std::memory_order_acquire);
+    if (!open_state(seen)) continue;  // closed while this worker woke: not its job
+    joined_.fetch_add(1);
+    if (state_.load() == seen) work_on_current();
+    joined_.fetch_sub(1, std::memory_order_release);
   }
 }
 
@@ -89,19 +110,24 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
     fn(0, n);
     return;
   }
+  // No worker is inside a job here (the last call waited for those that
+  // joined, and a late one finds that job closed), so the fields are ours.
   fn_ = &fn;
   n_ = n;
   grain_ = grain;
   shares_ = 2 * threads;
   next_.store(0, std::memory_order_relaxed);
-  pending_.store((int)workers_.size(), std::memory_order_relaxed);
-  generation_.fetch_add(1);  // publishes the job (seq_cst, ordered before the sleepers_ read)
+  const uint64_t open = (((state_.load(std::memory_order_relaxed) >> 1) + 1) << 1) | 1;
+  state_.store(open);  // publishes the job (seq_cst, ordered before the sleepers_ read)
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
     wake_.notify_all();
   }
   work_on_current();
-  for (int polls = 1; pending_.load(std::memory_order_acquire) != 0; ++polls) {
+  // Every chunk is claimed: close the job, then wait for the workers that
+  // joined it (they may hold chunks); one that has not joined never will.
+  state_.store(open & ~uint64_t{1});
+  for (int polls = 1; joined_.load() != 0; ++polls) {  // seq_cst: see the close above
     TESSERA_CPU_RELAX();
     if (polls % kPollsPerYield == 0) std::this_thread::yield();
   }

@@ -24,6 +24,11 @@ OpQuery query_for(const Graph& g, const Node& n) {
       q.weight_dtype = g.value(in).desc.dtype;
       break;
     }
+  for (ValueId in : n.inputs)
+    if (g.value(in).kind == ValueKind::kv_pool) {
+      q.kv_dtype = g.value(in).desc.dtype;
+      break;
+    }
   if (n.op == OpKind::rope || n.op == OpKind::rope_kv_append)
     q.rope_freq_factors = rope_freq_factors_input(g, n) != kNoValue;
   return q;

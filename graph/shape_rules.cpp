@@ -47,6 +47,14 @@ Status check_rotation(OpKind op, const RopeParams& p) {
 // table (a rope_table constant, only for an unscaled rotation: the recipe
 // knows neither freq_scale nor factors) or per-pair frequency factors
 // (f32[rot_dims/2], a weight).
+// The KV pools a node writes or reads: f32, f16 or bf16, K's and V's alike.
+Status check_kv_pools(OpKind op, const Value& k_pool, const Value& v_pool) {
+  const DType t = k_pool.desc.dtype;
+  TS_TRY(expect(t == DType::f32 || t == DType::f16 || t == DType::bf16, op,
+                "KV pools must be f32, f16 or bf16, got " + desc_of(k_pool)));
+  return expect(v_pool.desc.dtype == t, op, "K and V pools differ in type: " + desc_of(k_pool) + " and " + desc_of(v_pool));
+}
+
 Status check_rope_extra(OpKind op, const RopeParams& p, const Value& t) {
   if (t.kind == ValueKind::constant) {
     TS_TRY(check_rope_table(op, p, t));
@@ -148,6 +156,7 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       const int64_t width = (int64_t)p.n_kv_heads * p.head_dim;
       TS_TRY(expect(v(0).desc.shape.last() == width && v(1).desc.shape.last() == width, op, "k/v width is not n_kv_heads * head_dim"));
       TS_TRY(expect(v(3).desc.shape.last() == width && v(4).desc.shape.last() == width, op, "pool width is not n_kv_heads * head_dim"));
+      TS_TRY(check_kv_pools(op, v(3), v(4)));
       return std::vector{InferredOutput{v(3).desc, RowCount::fixed}, InferredOutput{v(4).desc, RowCount::fixed}};
     }
     case OpKind::paged_attention: {
@@ -158,6 +167,7 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.n_heads * p.head_dim, op, "q width is not n_heads * head_dim"));
       TS_TRY(expect(p.window >= 0, op, "window must be >= 0 (0: none), got " + std::to_string(p.window)));
       TS_TRY(expect(p.softcap >= 0.0f && std::isfinite(p.softcap), op, "softcap must be a finite number >= 0 (0: none), got " + shortest(p.softcap)));
+      TS_TRY(check_kv_pools(op, v(1), v(2)));
       return std::vector{InferredOutput{v(0).desc, v(0).rows}};
     }
     case OpKind::head_rms_norm: {
@@ -291,6 +301,7 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.rope.n_heads * p.rope.head_dim, op, "q width is not n_heads * head_dim"));
       TS_TRY(expect(v(1).desc.shape.last() == width && v(2).desc.shape.last() == width, op, "k/v width is not n_kv_heads * head_dim"));
       TS_TRY(expect(v(5).desc.shape.last() == width && v(6).desc.shape.last() == width, op, "pool width is not n_kv_heads * head_dim"));
+      TS_TRY(check_kv_pools(op, v(5), v(6)));
       return std::vector{InferredOutput{v(0).desc, v(0).rows}, InferredOutput{v(5).desc, RowCount::fixed},
                          InferredOutput{v(6).desc, RowCount::fixed}};
     }

@@ -88,7 +88,9 @@ struct RopeTableArgs {
   RopeTableParams p;
 };
 
-// Pools are [num_slots, n_kv_heads * head_dim] f32; slot = block * block_size + offset.
+// Pools are [num_slots, n_kv_heads * head_dim] of kv_dtype (f32, f16 or
+// bf16); slot = block * block_size + offset. K and V rows are f32 and are
+// rounded to the pool's type (to nearest even) as they are stored.
 struct KvAppendArgs {
   const float* k = nullptr;  // [n_tokens, n_kv_heads * head_dim]
   const float* v = nullptr;
@@ -96,8 +98,9 @@ struct KvAppendArgs {
   // (a token that pads a step to its bucket, core/hal/step_padding.h).
   const int32_t* slot_mapping = nullptr;
   int64_t n_tokens = 0;
-  float* k_pool = nullptr;
-  float* v_pool = nullptr;
+  void* k_pool = nullptr;
+  void* v_pool = nullptr;
+  DType kv_dtype = DType::f32;
   int64_t num_slots = 0;
   KvCacheParams p;
 };
@@ -110,8 +113,9 @@ struct AttentionArgs {
   const float* q = nullptr;  // [n_tokens, n_heads * head_dim]
   float* out = nullptr;      // [n_tokens, n_heads * head_dim]
   int64_t n_tokens = 0;
-  const float* k_pool = nullptr;
-  const float* v_pool = nullptr;
+  const void* k_pool = nullptr;  // of kv_dtype, as KvAppendArgs's pools; read as f32
+  const void* v_pool = nullptr;
+  DType kv_dtype = DType::f32;
   const int32_t* positions = nullptr;
   const int32_t* query_start = nullptr;  // [n_seqs + 1]
   const int32_t* seq_lens = nullptr;     // [n_seqs]
@@ -244,8 +248,9 @@ struct RopeKvAppendArgs {
   const int32_t* positions = nullptr;
   const int32_t* slot_mapping = nullptr;
   int64_t n_tokens = 0;
-  float* k_pool = nullptr;
-  float* v_pool = nullptr;
+  void* k_pool = nullptr;  // of kv_dtype, as KvAppendArgs's pools
+  void* v_pool = nullptr;
+  DType kv_dtype = DType::f32;
   int64_t num_slots = 0;
   RopeKvAppendParams p;
   const float* table = nullptr;  // optional, as RopeArgs::table

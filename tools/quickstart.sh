@@ -2,8 +2,9 @@
 # The README's two commands on a fresh Debian 12 machine:
 #   tools/quickstart.sh bench   install what is missing, build, run `tessera bench`
 #   tools/quickstart.sh test    install what is missing, build, run every test
-#                               (Release, then the ASan+UBSan preset, then the
-#                               engine's tests under ThreadSanitizer)
+#                               (Release, with the aarch64 cross build under
+#                               qemu among them, then the ASan+UBSan preset,
+#                               then the engine's tests under ThreadSanitizer)
 # Idempotent: quiet when nothing needs doing; build logs go to build*/quickstart.log
 # and are printed only on failure.
 set -euo pipefail
@@ -30,6 +31,9 @@ command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 # AMD GPU). The CUDA plugin is built wherever NVIDIA's toolkit is (/usr/local/cuda, or nvcc on PATH):
 # Debian 12's own (11.8, non-free) is older than the one the CI machines carry, so none is installed here.
 [ "$mode" = test ] && packages+=(hipcc libamdhip64-dev)
+# The edge build: the tests cross-compile the CPU backend and its suites for aarch64
+# (toolchains/aarch64-linux-gnu.cmake, through ccache) and run them under qemu-aarch64 (tests/arm64).
+[ "$mode" = test ] && packages+=(g++-aarch64-linux-gnu qemu-user ccache)
 
 install_missing() {
   local missing=()

@@ -59,11 +59,12 @@ std::string cpu_arch(kernels::cpu::Isa isa) {
     case kernels::cpu::Isa::avx512_vnni: return "x86-64-v4+avx512vnni";
     case kernels::cpu::Isa::avx2: return "x86-64-v3";
     case kernels::cpu::Isa::portable: return "x86-64";
+    case kernels::cpu::Isa::neon_dotprod: break;  // not an x86 family
   }
   return "x86-64";
 #elif defined(__aarch64__)
-  (void)isa;
-  return "aarch64";
+  // neon_dotprod kernels use Armv8.2-A's dot product (sdot); portable ones the baseline.
+  return isa == kernels::cpu::Isa::neon_dotprod ? "armv8.2-a+dotprod" : "armv8-a";
 #else
   (void)isa;
   return "generic";

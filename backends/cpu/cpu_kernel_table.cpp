@@ -6,6 +6,11 @@
 
 namespace tessera::cpu {
 
+namespace {
+// A kernel over f16 or bf16 KV pools is named for them ("f16_paged_attention__avx2"); f32's names are unchanged.
+std::string kv_prefix(DType kv) { return kv == DType::f32 ? "" : std::string(name(kv)) + "_"; }
+}  // namespace
+
 KernelChoice CpuKernelTable::query(const OpQuery& q) const {
   namespace k = kernels::cpu;
   const std::string isa(k::name(k::active_isa()));
@@ -27,8 +32,14 @@ KernelChoice CpuKernelTable::query(const OpQuery& q) const {
     case OpKind::embedding:
       return {true, std::string(name(q.weight_dtype)) + "_embedding", ""};
     case OpKind::rope:
-    case OpKind::rope_kv_append:
       return {true, std::string(name(q.op)) + (q.rope_table ? "_from_table__" : "__") + isa, ""};
+    case OpKind::rope_kv_append:
+    case OpKind::kv_append:
+    case OpKind::paged_attention:
+      // Pools of f32, f16 or bf16: stored rounded, read widened to f32 (kernels/cpu/attention.cpp).
+      if (q.kv_dtype != DType::f32 && q.kv_dtype != DType::f16 && q.kv_dtype != DType::bf16)
+        return {false, "", "cpu KV pools are f32, f16 or bf16, not " + std::string(name(q.kv_dtype))};
+      return {true, kv_prefix(q.kv_dtype) + std::string(name(q.op)) + (q.rope_table ? "_from_table__" : "__") + isa, ""};
     default:
       return {true, std::string(name(q.op)) + "__" + isa, ""};
   }

@@ -1,10 +1,10 @@
 #pragma once
-// The CPU's roofs (read bandwidth, f32 and int8 peak), for the cost model
-// that tiles matmuls. Measured once per process by a short probe (~20-30 ms):
-// a streaming read of a buffer larger than the last-level cache on every
-// thread, and an FMA and an int8 dot loop on one core scaled by the cores;
-// each the best of a few short runs, so that a neighbour's burst on a shared
-// host lowers one run, not the figure.
+// The CPU's roofs (read bandwidth, f32, bf16 and int8 peak), for the cost
+// model that tiles matmuls and for `tessera devices`. Measured once per
+// process by the probes `tessera bench` runs too (core/read_bandwidth.h,
+// core/compute_roofs.h), on a pool of the backend's threads (~50 ms here): a
+// streaming read of 4x the last-level cache (best of 3 passes), and an
+// FMA, a bf16 dot and an int8 dot loop on every thread at once (best of 3).
 // TESSERA_CPU_ROOFS=nominal gives fixed figures from the ISA and core count
 // (same tiles on every run); TESSERA_CPU_ROOFS=off gives none (the tiling
 // pass then keeps its defaults).

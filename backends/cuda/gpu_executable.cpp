@@ -80,6 +80,7 @@ Status GpuExecutable::bind_dispatches() {
     q.params = d.params;
     q.rope_table = rope_extra(d.op, d.inputs) == RopeExtra::table;
     q.rope_freq_factors = rope_extra(d.op, d.inputs) == RopeExtra::factors;
+    if (const int pool = k_pool_input(d.op); pool >= 0 && (size_t)pool < d.inputs.size()) q.kv_dtype = d.inputs[(size_t)pool].desc.dtype;
     const KernelChoice k = table.query(q);
     if (!k.supported) return unsupported(std::string(TESSERA_GPU_BACKEND ": ") + d.label + ": " + k.reason);
     for (size_t i = 0; i < d.inputs.size(); ++i)

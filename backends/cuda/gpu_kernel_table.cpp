@@ -13,6 +13,8 @@ namespace {
 KernelChoice yes(const char* kernel) { return {true, kernel, ""}; }
 KernelChoice no(std::string why) { return {false, "", std::move(why)}; }
 
+bool kv_pools_supported(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
 }  // namespace
 
 // What kernels/cuda has a kernel for; the executable asks the same question
@@ -33,10 +35,17 @@ KernelChoice GpuKernelTable::query(const OpQuery& q) const {
       return kernels::matmul_reads(q.weight_dtype)
                  ? yes("matmul_gemv / gemm_tiled_f32")
                  : no(std::string(name(q.op)) + " with " + std::string(name(q.weight_dtype)) + " weights has no " TESSERA_GPU_BACKEND " kernel");
-    case OpKind::rope:
-    case OpKind::rope_kv_append: return yes("rope_rows");  // plain, folded table and frequency factors alike
-    case OpKind::kv_append: return yes("kv_append");
+    case OpKind::rope: return yes("rope_rows");  // plain, folded table and frequency factors alike
+    case OpKind::rope_kv_append:
+      // The rotated K rows are written by the rope kernel, in f32 only; kv_append and rope run unfused for the others.
+      return q.kv_dtype == DType::f32 ? yes("rope_rows")
+                                      : no("rope_kv_append into " + std::string(name(q.kv_dtype)) + " KV pools (the unfused ops run)");
+    case OpKind::kv_append:
+      return kv_pools_supported(q.kv_dtype) ? yes("kv_append")
+                                            : no("kv_append into " + std::string(name(q.kv_dtype)) + " KV pools (f32, f16, bf16)");
     case OpKind::paged_attention: {
+      if (!kv_pools_supported(q.kv_dtype))
+        return no("paged_attention over " + std::string(name(q.kv_dtype)) + " KV pools (f32, f16, bf16)");
       const auto* p = std::get_if<AttentionParams>(&q.params);
       if (p && (p->head_dim < 1 || p->head_dim > 256))
         return no("paged_attention with head_dim " + std::to_string(p->head_dim) + " (the " TESSERA_GPU_BACKEND " kernel takes 1..256)");

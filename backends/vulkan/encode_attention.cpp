@@ -54,7 +54,8 @@ Status encode_attention(const Dispatch& d, EncodeContext& ctx, std::vector<Encod
   const std::vector<uint32_t> push = {(uint32_t)p.n_heads,   (uint32_t)p.n_kv_heads,      (uint32_t)p.head_dim,
                                       (uint32_t)p.block_size, float_bits(scale),          p.causal ? 1u : 0u,
                                       (uint32_t)bucket.max_blocks_per_seq, (uint32_t)slots, (uint32_t)n_splits,
-                                      split_all_tokens ? 1u : 0u, (uint32_t)p.window, float_bits(p.softcap)};
+                                      split_all_tokens ? 1u : 0u, (uint32_t)p.window, float_bits(p.softcap),
+                                      kv_type_code(d.inputs[1].desc.dtype)};
   std::vector<TensorBinding> meta;
   for (size_t i = 3; i < 7; ++i) meta.push_back(ctx.bind(d.inputs[i], false));
   const TensorBinding qb = ctx.bind(q, false), kb = ctx.bind(d.inputs[1], false), vb = ctx.bind(d.inputs[2], false);

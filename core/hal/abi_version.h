@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 6;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0x8c3d56c684764ed5ull;
+inline constexpr uint32_t kBackendAbiVersion = 8;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0x0a60c4ff3ac4f31cull;
 
 }  // namespace tessera

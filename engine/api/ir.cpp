@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/kv/kv_type.h"
 #include "engine/models/load_model.h"
 #include "engine/runtime/model_graph.h"
 #include "engine/runtime/model_runner.h"
@@ -89,7 +90,12 @@ Expected<std::vector<IrPassTiming>> run_ir(const IrOptions& o) {
   const int32_t ctx = o.ctx ? o.ctx : std::min(c.context_length, RunnerOptions::kDefaultContextCap);
   if (ctx < 1 || ctx > c.context_length || o.block_size < 1)
     return invalid_argument("--ctx: expected 1 to " + std::to_string(c.context_length) + " and --block-size >= 1");
-  TS_ASSIGN_OR_RETURN(graph::Graph g, build_model_graph(w, KvLayout{(ctx + o.block_size - 1) / o.block_size, o.block_size}));
+  // "auto" follows the target's kernels, as the runner's does.
+  TS_ASSIGN_OR_RETURN(const DeviceId target, parse_device_id(o.target, "--target"));
+  auto device = open_device(target.backend, target.index);
+  if (!device) return device.status().with_context("--target");
+  TS_ASSIGN_OR_RETURN(const DType kv_dtype, resolve_kv_type(o.kv_type, w, &(*device)->kernels()));
+  TS_ASSIGN_OR_RETURN(graph::Graph g, build_model_graph(w, KvLayout{(ctx + o.block_size - 1) / o.block_size, o.block_size, kv_dtype}));
   return run_and_print(g, o, o.passes.empty() ? "default" : o.passes, ctx);
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/bench/svg_text.h"
 #include "tessera/load_bench.h"
 
 namespace tessera {
@@ -12,22 +13,8 @@ namespace {
 
 constexpr double kPanelW = 420, kPanelH = 260, kMargin = 50;
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
-}
+using svg::escape;
+using svg::fmt;
 
 // One panel at (x0, y0): axes, 5 ticks a side, the CDF as a step polyline.
 std::string panel(double x0, double y0, const std::string& title, std::vector<double> v) {

@@ -66,6 +66,7 @@ RunnerOptions runner_options(const ModelOptions& o) {
   ro.tile = o.tile;
   ro.place = o.place;
   ro.weight_layout = o.weight_layout;
+  ro.kv_type = o.kv_type;
   ro.batch_invariant = o.batch_invariant;
   // Greedy generation takes one id a step from the device, not the vocabulary's logits.
   ro.sample_on_device = true;

@@ -14,6 +14,7 @@ Expected<std::unique_ptr<ServingEngine>> open_bench_engine(std::shared_ptr<const
   ro.tile = o.model.tile;
   ro.place = o.model.place;
   ro.weight_layout = o.model.weight_layout;
+  ro.kv_type = o.model.kv_type;
   ro.batch_invariant = o.model.batch_invariant;
   ro.kv_cache_bytes = o.kv_cache_memory;
   if (ro.kv_cache_bytes == 0) ro.kv_memory_fraction = -1;

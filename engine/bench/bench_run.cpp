@@ -8,11 +8,15 @@
 #include "backends/builtin.h"
 #include "backends/cpu/cpu_device.h"
 #include "core/hal/registry.h"
+#include "core/compute_roofs.h"
+#include "core/read_bandwidth.h"
 #include "core/thread_pool.h"
 #include "engine/bench/stats.h"
-#include "engine/bench/bandwidth.h"
+#include "engine/bench/competing_load.h"
 #include "engine/bench/decode_loop.h"
 #include "engine/bench/device_ops.h"
+#include "engine/bench/roofline.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "engine/bench/synthetic_model.h"
 #include "engine/models/load_model.h"
 #include "engine/runtime/model_runner.h"
@@ -46,6 +50,7 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   ro.tile = o.tile;
   ro.place = o.place;
   ro.weight_layout = o.weight_layout;
+  ro.kv_type = o.kv_type;
   ro.batch_invariant = o.batch_invariant;
   ro.sample_on_device = true;
   TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(w, ro));
@@ -114,7 +119,9 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   }
   if (ids[0] != ids[1]) log("bench: note: the serial and overlapped loops chose different greedy tokens (an exact tie?)");
   uint64_t kv_bytes = 0;
-  const uint64_t kv_per_position = 2ull * (uint64_t)c.n_layers * (uint64_t)c.kv_dim() * sizeof(float);
+  const DType kv_dtype = runner->kv_spec().dtype;
+  r.kv_type = std::string(name(kv_dtype));
+  const uint64_t kv_per_position = 2ull * (uint64_t)c.n_layers * bytes_for(kv_dtype, c.kv_dim());
   for (int32_t i = 0; i < o.gen_tokens - 1; ++i) kv_bytes += kv_per_position * (uint64_t)(s->position() + i + 1);
   const std::vector<double>& step_new = step_ms[1];
   TS_ASSIGN_OR_RETURN(r.read_GBps_after, measure_roof());
@@ -128,6 +135,30 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   r.bytes_per_token = runner->weight_bytes_per_token() + kv_bytes / (uint64_t)(o.gen_tokens - 1);
   const double roof = r.read_GBps() * 1e9;
   r.mbu = roof > 0 ? (double)r.bytes_per_token * r.decode_tok_s / roof : 0;
+  if (on_host) {
+    // MFU: prefill's FLOPs per second over the roof of what the matmuls multiply in.
+    TS_ASSIGN_OR_RETURN(r.prefill_flops, prefill_flops(*w, o.prompt_tokens));
+    const ComputeDtype dtype = kernels::cpu::matmul_compute_dtype(dtype_from_name(r.weight_type).value_or(DType::f32), o.prompt_tokens);
+    const ComputeRoof compute = measure_compute_roof(pool, dtype);
+    r.mfu_roof_dtype = std::string(name(dtype));
+    r.compute_roof_GFLOPs = compute.GFLOPs;
+    r.mfu = compute.GFLOPs > 0 ? r.prefill_flops * r.prefill_tok_s / o.prompt_tokens / (compute.GFLOPs * 1e9) : 0;
+  }
+  if (o.competing_load) {
+    TS_ASSIGN_OR_RETURN(CompetingLoad load, CompetingLoad::start(last_allowed_cpu()));
+    log("bench: decoding again beside a busy process on CPU " + std::to_string(load.cpu()));
+    std::vector<double> steps;
+    const CompetingLoad::Mark a = load.mark();
+    for (int run = 0; run < 2; ++run) {
+      TS_ASSIGN_OR_RETURN(DecodeTimes dt, run_decode_loop(*runner, kv, {s->id(), s->position(), first, o.gen_tokens - 1, true}));
+      steps.insert(steps.end(), dt.step_ms.begin(), dt.step_ms.end());
+    }
+    const CompetingLoad::Mark b = load.mark();
+    const double tpot = median(steps);
+    r.decode_tok_s_competing = tpot > 0 ? 1e3 / tpot : 0;
+    r.competitor_share = load.share_between(a, b);
+    r.competitor_cpu = load.cpu();
+  }
   return r;
 }
 

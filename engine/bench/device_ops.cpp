@@ -50,15 +50,6 @@ std::vector<float> random_floats(size_t n, std::mt19937& gen, float scale = 1.0f
   return v;
 }
 
-// Block types: random codes with valid scales; plain types (f32, f16, bf16): random values encoded.
-std::vector<std::byte> random_weights(DType t, int64_t n, int64_t k, std::mt19937& gen) {
-  if (traits(t).quantized) return random_blocks(t, n, k, gen);
-  const std::vector<float> f = random_floats((size_t)(n * k), gen, 0.05f);
-  std::vector<std::byte> b(bytes_for(t, n * k));
-  quantize_row(t, f.data(), b.data(), n * k);
-  return b;
-}
-
 // A one-node plan compiled on the device, its inputs bound by name "in<i>":
 // weights imported, pools allocated and filled from their bytes.
 struct OpPlan {

@@ -11,7 +11,8 @@
 #endif
 
 #include "core/half.h"
-#include "engine/bench/bandwidth.h"
+#include "core/quant.h"
+#include "core/read_bandwidth.h"
 #include "engine/bench/stats.h"
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -117,6 +118,16 @@ std::vector<std::byte> random_blocks(DType t, int64_t n, int64_t k, std::mt19937
   for (size_t off = 0; off < w.size(); off += tr.block_bytes)
     for (size_t s : f16_scale_offsets(t)) std::memcpy(w.data() + off + s, &d, 2);
   return w;
+}
+
+std::vector<std::byte> random_weights(DType t, int64_t n, int64_t k, std::mt19937& gen) {
+  if (traits(t).quantized) return random_blocks(t, n, k, gen);
+  std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+  std::vector<float> f((size_t)(n * k));
+  for (float& x : f) x = u(gen);
+  std::vector<std::byte> b(bytes_for(t, n * k));
+  quantize_row(t, f.data(), b.data(), n * k);
+  return b;
 }
 
 std::vector<MatmulRoofCase> bench_matmul_roofs(ParallelFor& pf, int64_t n, int64_t k, int reps) {

@@ -36,6 +36,9 @@ struct MatmulRoofCase {
 // valid and modest: the kernels' speed depends on neither, but NaNs or
 // denormals would be no fair test.
 std::vector<std::byte> random_blocks(DType t, int64_t n, int64_t k, std::mt19937& gen);
+// Any weight dtype: block types as random_blocks; plain types (f32, f16,
+// bf16) random values in [-0.05, 0.05] encoded with core's quantize_row.
+std::vector<std::byte> random_weights(DType t, int64_t n, int64_t k, std::mt19937& gen);
 
 std::vector<MatmulRoofCase> bench_matmul_roofs(ParallelFor& pf, int64_t n, int64_t k, int reps);
 

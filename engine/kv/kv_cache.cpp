@@ -25,7 +25,7 @@ Expected<KvCacheSpec> size_kv_cache(const KvSizing& s) {
   if (s.free_bytes > 0 && bytes > s.free_bytes)
     return resource_exhausted("kv cache: " + std::to_string(blocks) + " blocks need " + mib(bytes) + "; the device has " +
                               mib(s.free_bytes) + " free (lower --ctx or --kv-cache-memory)");
-  return KvCacheSpec{(int32_t)blocks, s.block_size, DType::f32};
+  return KvCacheSpec{(int32_t)blocks, s.block_size, s.dtype};
 }
 
 KvCache::KvCache(KvCacheSpec spec, std::vector<Pool> pools)

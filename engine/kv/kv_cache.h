@@ -36,6 +36,7 @@ struct KvSizing {
   int32_t blocks_per_seq = 0;  // the whole context
   int32_t max_seqs = 1;
   uint64_t free_bytes = 0;     // the device's free memory when known (0: unknown), checked against the pools
+  DType dtype = DType::f32;    // the pools' element type (bytes_per_block is counted in it)
 };
 Expected<KvCacheSpec> size_kv_cache(const KvSizing& s);
 

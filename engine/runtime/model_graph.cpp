@@ -55,7 +55,7 @@ Expected<graph::Graph> build_model_graph(const ModelWeights& w, const KvLayout& 
   AttentionParams attn{c.n_heads, c.n_kv_heads, (int32_t)hd, kv.block_size,
                        c.attention_scale != 0.0f ? c.attention_scale : 1.0f / std::sqrt((float)hd), true};
   attn.softcap = c.attn_logit_softcap;
-  const TensorDesc pool_desc = TensorDesc::contiguous(DType::f32, Shape{kv.num_slots(), kv_dim});
+  const TensorDesc pool_desc = TensorDesc::contiguous(kv.dtype, Shape{kv.num_slots(), kv_dim});
 
   for (int32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";

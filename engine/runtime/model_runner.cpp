@@ -8,6 +8,7 @@
 #include "core/hal/registry.h"
 #include "graph/constants.h"
 #include "core/weight_layout.h"
+#include "engine/kv/kv_type.h"
 #include "graph/lower.h"
 #include "graph/pass_manager.h"
 
@@ -70,8 +71,9 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   if (!target) return target.status().with_context("--backend");
   primary.device = std::move(*target);
   r->devices_.push_back(std::move(primary));
-  // One block of every layer's K and V pools, in the pools' element type (f32 today).
-  const uint64_t bytes_per_block = 2ull * (uint64_t)c.n_layers * (uint64_t)o.block_size * (uint64_t)c.kv_dim() * sizeof(float);
+  TS_ASSIGN_OR_RETURN(const DType kv_dtype, resolve_kv_type(o.kv_type, *r->weights_, &r->devices_[0].device->kernels()));
+  // One block of every layer's K and V pools, in the pools' element type.
+  const uint64_t bytes_per_block = 2ull * (uint64_t)c.n_layers * (uint64_t)o.block_size * bytes_for(kv_dtype, c.kv_dim());
   uint64_t budget = o.kv_cache_bytes;
   if (budget == 0 && o.kv_memory_fraction != 0) {
     const uint64_t cap = 2ull * (uint64_t)o.max_seqs * (uint64_t)blocks_per_seq * bytes_per_block;
@@ -82,8 +84,9 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
                                 " MiB free and the weights take " + std::to_string(b.weight_bytes >> 20) +
                                 " MiB: nothing is left for the KV cache (give --kv-cache-memory)");
   }
-  TS_ASSIGN_OR_RETURN(r->kv_spec_, size_kv_cache({budget, bytes_per_block, o.block_size, blocks_per_seq, o.max_seqs, 0}));
-  TS_ASSIGN_OR_RETURN(r->graph_, build_model_graph(*r->weights_, KvLayout{r->kv_spec_.num_blocks, r->kv_spec_.block_size},
+  TS_ASSIGN_OR_RETURN(r->kv_spec_, size_kv_cache({budget, bytes_per_block, o.block_size, blocks_per_seq, o.max_seqs, 0, kv_dtype}));
+  TS_ASSIGN_OR_RETURN(r->graph_, build_model_graph(*r->weights_,
+                                                   KvLayout{r->kv_spec_.num_blocks, r->kv_spec_.block_size, kv_dtype},
                                                    ModelGraphOptions{o.sample_on_device}));
   TS_TRY(r->place_and_bind());
   return r;
@@ -266,6 +269,9 @@ Status ModelRunner::attach(KvCache& kv) {
     return invalid_argument("runner: the KV cache has " + std::to_string(kv.spec().num_blocks) + " blocks of " +
                             std::to_string(kv.spec().block_size) + " tokens; the graph was built for " +
                             std::to_string(kv_spec_.num_blocks) + " of " + std::to_string(kv_spec_.block_size));
+  if (kv.spec().dtype != kv_spec_.dtype)
+    return invalid_argument("runner: the KV cache's pools are " + std::string(name(kv.spec().dtype)) + "; the graph was built for " +
+                            std::string(name(kv_spec_.dtype)));
   kv_ = &kv;
   // Where the step results land: pinned memory of the device that makes each (output k of the graph).
   auto maker = [&](size_t k) -> Device& {

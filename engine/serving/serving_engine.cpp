@@ -76,7 +76,7 @@ std::string ServingEngine::memory_summary() const {
   char fits[32];
   std::snprintf(fits, sizeof fits, "%.1f", (double)s.num_blocks / (double)per_seq);
   return "kv cache: " + std::to_string(s.num_blocks) + " blocks x " + std::to_string(s.block_size) + " tokens = " +
-         std::to_string(tokens) + " tokens, " + mib(runner_.kv->bytes()) + "; " + fits + " sequences of the full " +
+         std::to_string(tokens) + " tokens of " + std::string(name(s.dtype)) + " K/V, " + mib(runner_.kv->bytes()) + "; " + fits + " sequences of the full " +
          std::to_string(runner_.runner->max_context()) + "-token context fit";
 }
 

@@ -51,8 +51,11 @@ Status fuse_rope_kv_append(Graph& g, const PassContext& ctx) {
     const ValueId extra = ropeq.inputs.size() == 3 ? ropeq.inputs[2] : kNoValue;
     if ((ropek.inputs.size() == 3 ? ropek.inputs[2] : kNoValue) != extra) continue;
     RopeKvAppendParams p{pq, kv};
-    if (extra != kNoValue && ctx.kernels) {
+    // A backend's fused kernel may read no table, no factors or not the pools' type.
+    const DType kv_dtype = g.value(app.inputs[3]).desc.dtype;
+    if ((extra != kNoValue || kv_dtype != DType::f32) && ctx.kernels) {
       OpQuery q{OpKind::rope_kv_append, DType::f32, DType::f32};
+      q.kv_dtype = kv_dtype;
       q.params = p;
       q.rope_table = rope_table_input(g, ropeq) != kNoValue;
       q.rope_freq_factors = rope_freq_factors_input(g, ropeq) != kNoValue;

@@ -24,6 +24,8 @@ struct BenchOptions {
   std::string place;   // --place: nodes pinned to a device
   std::string weight_layout = "auto";  // --weight-layout (docs/ir.md)
   bool batch_invariant = false;        // --batch-invariant (docs/backends.md, "Batch invariance")
+  std::string kv_type = "auto";        // --kv-type: f32, f16, bf16 or auto (ModelOptions::kv_type)
+  bool competing_load = false;         // --competing-load: decode again beside a busy process on one core
 };
 
 struct BenchReport {
@@ -40,16 +42,29 @@ struct BenchReport {
   double decode_tok_s_serial = 0;
   double host_gap_us = 0, host_gap_serial_us = 0;  // medians: host time from one step's end to the next's submit
   uint64_t bytes_per_token = 0;  // weights + the KV cache read by one decode step, averaged
+  std::string kv_type;           // the KV pools' element type the bench ran with (bytes_per_token counts it)
   // The memory roof, measured before and after the timed runs: the host's
   // streaming read for the CPU; for any other device its device-to-device
   // copy (read plus write, engine/bench/device_ops.h), named by roof.
   double read_GBps_before = 0, read_GBps_after = 0;
   std::string roof = "host streaming read";
   double mbu = 0;  // bytes_per_token * decode_tok_s / max(read_GBps_before, read_GBps_after)
+  // Prefill's model FLOPs per second over the compute roof of the dtype the
+  // matmuls run in (core/compute_roofs.h), measured in the run; CPU only (0 elsewhere).
+  double prefill_flops = 0;  // FLOPs of one prefill of prompt_tokens (engine/bench/op_table.h's counts)
+  double mfu = 0;
+  std::string mfu_roof_dtype;  // "int8", "f32", ...
+  double compute_roof_GFLOPs = 0;
   uint64_t bandwidth_bytes = 0;
   size_t nodes_per_decode_step = 0;  // graph nodes a decode step runs: not kernel launches on every backend
   uint64_t peak_activation_bytes = 0, activation_lower_bound_bytes = 0;
   double model_build_s = 0;
+  // --competing-load: decode tok/s (median step) while another process
+  // spins on CPU competitor_cpu, and the share of that process's own rate
+  // (measured alone just before) it kept meanwhile: 1 means our threads
+  // took nothing from it.
+  double decode_tok_s_competing = 0, competitor_share = 0;
+  int competitor_cpu = -1;
   double read_GBps() const { return read_GBps_before > read_GBps_after ? read_GBps_before : read_GBps_after; }
 };
 
@@ -143,6 +158,58 @@ struct MatmulRoofReport {
 };
 
 TESSERA_API MatmulRoofReport time_matmul_roofs(int64_t n, int64_t k, int reps);
+
+// `tessera bench --op OP` on the CPU (engine/bench/op_bench.h): one
+// primitive timed after a warm-up over many calls, each on the next of
+// several copies of its inputs larger together than 4x the last-level cache
+// (hot: one copy, cache-resident), against the read roof and the compute
+// roof of the dtype it runs in, both measured in the same run.
+struct OpBenchOptions {
+  std::string op;              // matmul, attention, rms_norm, add, silu_mul, softmax, argmax, rope, kv_append, gather_rows, embedding
+  std::string type = "q4_K";   // matmul's weights, embedding's table
+  int64_t m = 4096, k = 4096, n = 1;  // matmul: m weight rows, k inputs, n tokens; row ops: n rows of k
+  int32_t heads = 32, kv_heads = 8, head_dim = 128, ctx = 4096, q_len = 1;
+  std::string kv_type = "f32";
+  int32_t threads = 0;  // 0: the CPU backend's default
+  bool hot = false;
+};
+
+struct OpBenchReport {
+  std::string op, dtype, kernel;
+  std::string shape;  // the sizes it ran, e.g. "m=4096 k=14336 n=1"
+  int32_t threads = 0, copies = 0, reps = 0;
+  bool hot = false;
+  double flops = 0, bytes = 0;  // one call; multiply-add counted as 2
+  double time_us = 0;           // median
+  double gflops = 0, gbps = 0, intensity = 0;
+  double read_roof_gbps = 0;                   // the higher of the reads before and after timing
+  std::string compute_roof_dtype;              // "int8", "f32", "bf16"
+  std::string compute_roof_kernel;             // the probe's loop, "none" where the CPU has no such instruction
+  double compute_roof_gflops = 0;              // 0 where none
+  double read_roof_fraction = 0, compute_roof_fraction = 0;
+  double f32_roof_gflops = 0, bf16_roof_gflops = 0, int8_roof_gflops = 0;  // every roof of the run
+};
+
+TESSERA_API Expected<OpBenchReport> time_cpu_op(const OpBenchOptions& o);
+
+// `tessera bench --roofline out.svg`: every op kind of the model's decode
+// and prefill steps (the unfused graph) timed at its shapes and drawn on
+// the machine's roofline; `svg` is the file's text.
+struct RooflineOpPoint {
+  std::string phase, op, compute_dtype;
+  int32_t calls = 0;
+  double flops = 0, bytes = 0, time_us = 0, gflops = 0, gbps = 0, intensity = 0;
+};
+
+struct RooflineReport {
+  std::string model, svg;
+  int32_t threads = 0;
+  double read_roof_gbps = 0, f32_roof_gflops = 0, bf16_roof_gflops = 0, int8_roof_gflops = 0;
+  std::vector<RooflineOpPoint> points;
+  std::vector<std::string> not_timed;
+};
+
+TESSERA_API Expected<RooflineReport> run_roofline(const BenchOptions& o, void (*log)(const std::string&));
 
 // Operator benchmarks on a GPU (or any device) through the HAL
 // (engine/bench/device_ops.h): GEMVs at m = 1 against the device's copy

@@ -37,6 +37,7 @@ inline const char* to_string(RoofSource s) {
 struct Roofs {
   double read_GBps = 0;     // streaming read bandwidth from device memory
   double f32_GFLOPs = 0;    // fused multiply-add counted as 2
+  double bf16_GFLOPs = 0;   // bf16 pair dots into f32 (AVX512-BF16 vdpbf16ps); 0 where there are none
   double int8_GOPs = 0;
   RoofSource source = RoofSource::unknown;
 };

@@ -42,6 +42,9 @@ struct ModelOptions {
   std::string tile;                // tile overrides: "matmul.chunk_bytes=32768,..." (docs/ir.md)
   std::string place;               // nodes pinned to a device: "paged_attention=cpu,..." (docs/ir.md)
   std::string weight_layout = "auto";  // matmul weights' block order: auto (the target's preference), rows, rows_x4
+  // The KV pools' element type: f32, f16 or bf16; "auto": f32 for a model whose
+  // matrices are all f32, else f16 (docs/cli.md, --kv-type).
+  std::string kv_type = "auto";
   // A token's logits never depend on the other sequences of its steps, the
   // step's size or whether it was computed in a prompt chunk or alone, on
   // backends and dtypes where the default kernels do not already promise

@@ -16,10 +16,12 @@
 //   one KV head group, and walks the context block by block, each loaded
 //   K/V block serving all of the tile's rows, merging each piece as it ends.
 // * A decode sequence (one query token) is a tile of one token, unless the
-//   call's decode (sequence, KV head) pairs are too few to keep the lanes
-//   busy: then each piece is a unit of its own, leaving its partial result
-//   in the workspace, and a second pass merges the pieces, in the same order.
-//   One decode token with a long context thus keeps every thread busy.
+//   call's decode sequences are fewer than the lanes: then each piece, for
+//   every KV head, is a unit of its own, leaving its partial results in the
+//   workspace, and a second pass merges the pieces, in the same order. One
+//   decode token with a long context thus keeps every thread busy, and a
+//   piece reads its blocks whole (every KV head's rows), which lie together
+//   in the pool, where one KV head's rows lie a pool row apart.
 //
 // * A sliding window (AttentionParams::window) skips the blocks wholly
 //   before it and masks the positions before it in the block where it
@@ -27,10 +29,18 @@
 //   token's bits still depend on its query and its window alone. Soft-capped
 //   scores (AttentionParams::softcap) are capped right after the scale.
 //
+// * f16 and bf16 pools (AttentionArgs::kv_dtype) are widened to f32 one
+//   block of one KV head at a time, into the lane's region, and folded from
+//   there with the same dots as f32 pools: widening is exact, so a token's
+//   bits are those of an f32 pool holding the rounded values, and every
+//   query row of the tile and head group reads the widened block from L1.
+//   Decode reads half the bytes of f32 pools from memory.
+//
 // Units are dealt round-robin to lanes; lane c owns the region
 // [partials_end + c * lane_floats, + lane_floats) of the workspace (one
-// block of scores, then the tile rows' softmax states), and the lanes run
-// as the ParallelFor's items, so no two threads share a region.
+// block of scores, one widened K and V block, then the tile rows' softmax
+// states), and the lanes run as the ParallelFor's items, so no two threads
+// share a region.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -57,12 +67,15 @@ int64_t lane_cap(int n_threads) { return 4 * (int64_t)std::max(1, n_threads); }
 
 int64_t group_of(const AttentionParams& p) { return p.n_heads / std::max(1, p.n_kv_heads); }
 
-// Per lane: a block of scores, then per tile row (token x head of the
-// group) the merged max and sum, and the current piece's max, sum and
-// head_dim accumulators.
+// Per lane: a block of scores, a widened K and V block (one KV head), then
+// per tile row (token x head of the group) the merged max and sum, and the
+// current piece's max, sum and head_dim accumulators.
 int64_t lane_floats(const AttentionParams& p) {
-  return p.block_size + kQueryTile * group_of(p) * (4 + (int64_t)p.head_dim);
+  return p.block_size * (1 + 2 * (int64_t)p.head_dim) + kQueryTile * group_of(p) * (4 + (int64_t)p.head_dim);
 }
+
+int64_t widened_offset(const AttentionParams& p) { return p.block_size; }
+int64_t tile_state_offset(const AttentionParams& p) { return p.block_size * (1 + 2 * (int64_t)p.head_dim); }
 
 // Per (decode sequence, query head, piece): max, sum, then head_dim accumulators.
 int64_t partial_floats(const AttentionParams& p) { return (int64_t)p.head_dim + 2; }
@@ -73,10 +86,10 @@ int64_t piece_count(int64_t len, int32_t block_size) {
   return std::max<int64_t>(1, ceil_div(len, piece_span(block_size)));
 }
 
-// Whether a call whose decode sequences make `pairs` (sequence, KV head)
-// pairs runs each of their pieces as a unit: only when the pairs alone
-// cannot fill the lanes. It decides who computes what, never the numbers.
-bool split_decodes(int64_t pairs, int n_threads) { return pairs < lane_cap(n_threads); }
+// Whether a call of n_decode decode sequences runs each of their pieces as a
+// unit: only when the sequences alone cannot fill the lanes. It decides who
+// computes what, never the numbers.
+bool split_decodes(int64_t n_decode, int n_threads) { return n_decode < lane_cap(n_threads); }
 
 struct Shape {
   const AttentionArgs& a;
@@ -85,6 +98,8 @@ struct Shape {
   float sqrt_hd;
   float inv_softcap;    // 1 / p.softcap, when it is set
   bool split;           // split_decodes() of the call
+  // Widens n pool elements to f32 (f16/bf16 pools); null for f32 pools, read in place.
+  void (*widen)(const uint16_t* src, float* dst, int64_t n);
 
   int64_t q_len(int32_t s) const { return (int64_t)a.query_start[s + 1] - a.query_start[s]; }
   int64_t kv_len(int32_t s, int64_t t) const {
@@ -94,14 +109,14 @@ struct Shape {
   int64_t kv_first(int64_t t) const {
     return a.p.window > 0 ? std::max<int64_t>(0, (int64_t)a.positions[t] - a.p.window + 1) : 0;
   }
-  // Pieces per (sequence, KV head) run as units of their own; 0 for a sequence whose tiles merge as they go.
+  // Pieces of sequence s run as units of their own (each for every KV head); 0 for a sequence whose tiles merge as they go.
   int64_t decode_pieces(int32_t s) const {
     return split && q_len(s) == 1 ? piece_count(kv_len(s, a.query_start[s]), a.p.block_size) : 0;
   }
-  // Work units of sequence s: pieces or query tiles, times KV heads.
+  // Work units of sequence s: pieces, or query tiles times KV heads.
   int64_t units(int32_t s) const {
     const int64_t pieces = decode_pieces(s);
-    return (pieces > 0 ? pieces : ceil_div(q_len(s), kQueryTile)) * a.p.n_kv_heads;
+    return pieces > 0 ? pieces : ceil_div(q_len(s), kQueryTile) * a.p.n_kv_heads;
   }
 };
 
@@ -120,15 +135,61 @@ void reset(const Row& r, int head_dim) {
   std::fill(r.acc, r.acc + head_dim, 0.0f);
 }
 
-// Folds the block's offsets [lo, n), at pool slots base + lo.., into `r`
-// (lo > 0 where a sliding window starts inside the block).
-void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, int64_t base, int64_t head_off, int64_t lo,
-                int64_t n, float* scores) {
+// One block of one KV head as f32 rows: offset o's K row at k + o * stride.
+struct KvBlock {
+  const float* k;
+  const float* v;
+  int64_t stride;
+};
+
+// The block at pool slots base.. for the KV head at head_off, offsets [lo, n):
+// read in place from an f32 pool, or widened into `widened` (2 * block_size *
+// head_dim floats) from an f16/bf16 one.
+KvBlock load_block(const Shape& sh, int64_t base, int64_t head_off, int64_t lo, int64_t n, float* widened) {
+  if (!sh.widen) {
+    const float* k = static_cast<const float*>(sh.a.k_pool) + base * sh.kv_row + head_off;
+    const float* v = static_cast<const float*>(sh.a.v_pool) + base * sh.kv_row + head_off;
+    return {k, v, sh.kv_row};
+  }
+  const int64_t hd = sh.a.p.head_dim;
+  float* k = widened;
+  float* v = widened + (int64_t)sh.a.p.block_size * hd;
+  const auto* kp = static_cast<const uint16_t*>(sh.a.k_pool) + base * sh.kv_row + head_off;
+  const auto* vp = static_cast<const uint16_t*>(sh.a.v_pool) + base * sh.kv_row + head_off;
+  for (int64_t o = lo; o < n; ++o) {
+    sh.widen(kp + o * sh.kv_row, k + o * hd, hd);
+    sh.widen(vp + o * sh.kv_row, v + o * hd, hd);
+  }
+  return {k, v, hd};
+}
+
+// Asks for the K and V rows of the block at pool slots base.., offsets [lo,
+// n), of the KV head at head_off, ahead of their use. A KV head's row is a
+// few cache lines of a pool row of every KV head, so a block's rows lie a
+// pool row apart (4 KiB for 8 KV heads of 128 f32), and the blocks in table
+// order: no hardware prefetcher follows that, and without this each row
+// waited for memory. A hint only: it changes no arithmetic.
+void prefetch_block(const Shape& sh, int64_t base, int64_t head_off, int64_t lo, int64_t n) {
+  const int64_t elem = sh.widen ? 2 : 4;
+  const int64_t row_bytes = (int64_t)sh.a.p.head_dim * elem, stride = sh.kv_row * elem;
+  const char* k = static_cast<const char*>(sh.a.k_pool) + (base * sh.kv_row + head_off) * elem;
+  const char* v = static_cast<const char*>(sh.a.v_pool) + (base * sh.kv_row + head_off) * elem;
+  for (int64_t o = lo; o < n; ++o)
+    for (int64_t b = 0; b < row_bytes; b += 64) {
+      __builtin_prefetch(k + o * stride + b);
+      __builtin_prefetch(v + o * stride + b);
+    }
+}
+
+// Folds the block's offsets [lo, n) into `r` (lo > 0 where a sliding window
+// starts inside the block).
+void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, const KvBlock& b, int64_t lo, int64_t n,
+                float* scores) {
   const AttentionParams& p = sh.a.p;
   const int hd = p.head_dim;
   float block_max = -INFINITY;
   for (int64_t o = lo; o < n; ++o) {
-    const float dot = isa.dot(r.q, sh.a.k_pool + (base + o) * sh.kv_row + head_off, hd);
+    const float dot = isa.dot(r.q, b.k + o * b.stride, hd);
     // 1/sqrt(head_dim) is applied as llama2.c does, by division.
     scores[o] = p.scale != 0.0f ? dot * p.scale : dot / sh.sqrt_hd;
     // gemma2's soft-cap, as ggml computes it: scale by 1/cap, tanh, scale by cap.
@@ -146,7 +207,7 @@ void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, in
   for (int64_t o = lo; o < n; ++o) {
     const float e = expf(scores[o] - *r.m);
     *r.l += e;
-    isa.axpy(e, sh.a.v_pool + (base + o) * sh.kv_row + head_off, r.acc, hd);
+    isa.axpy(e, b.v + o * b.stride, r.acc, hd);
   }
 }
 
@@ -174,30 +235,37 @@ void finish(const Row& r, int head_dim) {
   for (int d = 0; d < head_dim; ++d) r.acc[d] = l > 0.0f ? r.acc[d] / l : 0.0f;
 }
 
-// Piece `piece` of decode sequence s for the query heads of KV head g; head
-// h's partial is at partials + (h * n_pieces + piece) * partial_floats.
-void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int g, int64_t piece, int64_t n_pieces,
-                  float* partials, float* scores) {
+// Piece `piece` of decode sequence s for every query head; head h's partial
+// is at partials + (h * n_pieces + piece) * partial_floats. Each block is
+// folded KV head by KV head (its rows of every KV head lie together in the
+// pool), each asking for its rows of the next block first.
+void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64_t piece, int64_t n_pieces,
+                  float* partials, float* lane) {
+  float* scores = lane;
   const AttentionParams& p = sh.a.p;
   const int64_t t = sh.a.query_start[s];
   const int64_t len = sh.kv_len(s, t);
   const int64_t span = piece_span(p.block_size);
   const int32_t* table = sh.a.block_tables + (int64_t)s * sh.a.max_blocks_per_seq;
-  const int64_t head_off = (int64_t)g * p.head_dim;
-  auto row = [&](int hh) {
-    const int64_t h = (int64_t)g * sh.group + hh;
+  auto row = [&](int64_t h) {
     float* partial = partials + (h * n_pieces + piece) * partial_floats(p);
     return Row{sh.a.q + t * sh.q_row + h * p.head_dim, partial + 2, &partial[0], &partial[1]};
   };
-  for (int hh = 0; hh < sh.group; ++hh) reset(row(hh), p.head_dim);
+  for (int64_t h = 0; h < p.n_heads; ++h) reset(row(h), p.head_dim);
   const int64_t end = std::min(len, (piece + 1) * span);
   const int64_t first = sh.kv_first(t);
   // Blocks wholly before the window are skipped (a piece of none adds nothing when merged).
   for (int64_t j0 = std::max(piece * span, first / p.block_size * p.block_size); j0 < end; j0 += p.block_size) {
     const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
-    for (int hh = 0; hh < sh.group; ++hh)
-      fold_block(sh, isa, row(hh), base, head_off, std::max<int64_t>(0, first - j0), std::min<int64_t>(p.block_size, end - j0),
-                 scores);
+    const int64_t lo = std::max<int64_t>(0, first - j0), n = std::min<int64_t>(p.block_size, end - j0);
+    const int64_t next = j0 + p.block_size;
+    const int64_t next_base = next < end ? (int64_t)table[next / p.block_size] * p.block_size : 0;
+    for (int g = 0; g < p.n_kv_heads; ++g) {
+      if (next < end)
+        prefetch_block(sh, next_base, (int64_t)g * p.head_dim, 0, std::min<int64_t>(p.block_size, end - next));
+      const KvBlock b = load_block(sh, base, (int64_t)g * p.head_dim, lo, n, lane + widened_offset(p));
+      for (int hh = 0; hh < sh.group; ++hh) fold_block(sh, isa, row((int64_t)g * sh.group + hh), b, lo, n, scores);
+    }
   }
 }
 
@@ -223,7 +291,8 @@ void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64
   const AttentionParams& p = sh.a.p;
   const int64_t rows = kQueryTile * sh.group;
   float* scores = lane;
-  float* merged_m = lane + p.block_size;
+  float* widened = lane + widened_offset(p);
+  float* merged_m = lane + tile_state_offset(p);
   float* merged_l = merged_m + rows;
   float* piece_m = merged_l + rows;
   float* piece_l = piece_m + rows;
@@ -258,12 +327,26 @@ void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64
     for (int64_t j0 = std::max(p0, kv_begin / p.block_size * p.block_size); j0 < std::min(kv_end, p0 + span);
          j0 += p.block_size) {
       const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
+      if (const int64_t next = j0 + p.block_size; next < kv_end)
+        prefetch_block(sh, (int64_t)table[next / p.block_size] * p.block_size, head_off, 0,
+                       std::min<int64_t>(p.block_size, kv_end - next));
+      // The block's offsets any row of the tile reads, widened once for all of them.
+      int64_t block_lo = p.block_size, block_n = 0;
+      for (int64_t i = 0; i < nq; ++i) {
+        const int64_t n = std::min<int64_t>(p.block_size, sh.kv_len(s, t0 + i) - j0);
+        const int64_t lo = std::max<int64_t>(0, sh.kv_first(t0 + i) - j0);
+        if (n <= lo) continue;
+        block_lo = std::min(block_lo, lo);
+        block_n = std::max(block_n, n);
+      }
+      if (block_n <= block_lo) continue;
+      const KvBlock b = load_block(sh, base, head_off, block_lo, block_n, widened);
       for (int64_t i = 0; i < nq; ++i) {
         const int64_t n = std::min<int64_t>(p.block_size, sh.kv_len(s, t0 + i) - j0);
         const int64_t lo = std::max<int64_t>(0, sh.kv_first(t0 + i) - j0);
         if (n <= lo) continue;  // causal: this row's context ended in an earlier block; or its window starts later
         for (int hh = 0; hh < sh.group; ++hh)
-          fold_block(sh, isa, first ? merged(i, hh) : piece(i, hh), base, head_off, lo, n, scores);
+          fold_block(sh, isa, first ? merged(i, hh) : piece(i, hh), b, lo, n, scores);
       }
     }
     if (!first)
@@ -278,14 +361,14 @@ void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64
 
 size_t attention_workspace_bytes(const AttentionParams& p, const AttentionWorkspaceBounds& b) {
   const int64_t max_decode = std::max<int64_t>(0, std::min(b.n_tokens, b.n_seqs));
-  // Partials exist only when decodes split, that is for fewer pairs than lanes.
-  const int64_t split_pairs = std::min(max_decode * p.n_kv_heads, lane_cap(b.n_threads) - 1);
-  const int64_t partials = split_pairs * piece_count(b.max_context, p.block_size) * group_of(p) * partial_floats(p);
+  // Partials exist only when decodes split, that is for fewer decode sequences than lanes.
+  const int64_t split_seqs = std::min(max_decode, lane_cap(b.n_threads) - 1);
+  const int64_t partials = split_seqs * piece_count(b.max_context, p.block_size) * p.n_heads * partial_floats(p);
   return (size_t)(partials + lane_cap(b.n_threads) * lane_floats(p)) * sizeof(float);
 }
 
 int64_t attention_decode_pieces(const AttentionParams& p, int64_t n_decode, int64_t context, int n_threads) {
-  return split_decodes(n_decode * p.n_kv_heads, n_threads) ? piece_count(context, p.block_size) : 1;
+  return split_decodes(n_decode, n_threads) ? piece_count(context, p.block_size) : 1;
 }
 
 void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
@@ -299,7 +382,8 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
                  (int64_t)p.n_kv_heads * p.head_dim,
                  sqrtf((float)p.head_dim),
                  p.softcap > 0.0f ? 1.0f / p.softcap : 0.0f,
-                 split_decodes(n_decode * p.n_kv_heads, pf.num_threads())};
+                 split_decodes(n_decode, pf.num_threads()),
+                 a.kv_dtype == DType::f16 ? isa.f16_to_f32 : a.kv_dtype == DType::bf16 ? isa.bf16_to_f32 : nullptr};
 
   int64_t n_units = 0, n_pieces = 0;
   for (int32_t s = 0; s < a.n_seqs; ++s) {
@@ -313,25 +397,24 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
 
   // Pass 1: decode pieces and query tiles. Lane c takes units c, c + lanes, ...
   // Units are numbered sequence by sequence, a split decode sequence's
-  // KV-head-major; its partials are query-head-major (see decode_piece).
+  // one per piece; its partials are query-head-major (see decode_piece).
   const auto units = [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       float* lane = lanes_base + c * lane_floats(p);
       int64_t first = 0, piece_base = 0;
       for (int32_t s = 0; s < a.n_seqs; ++s) {
         const int64_t n = sh.units(s);
-        const int64_t per_kv_head = sh.decode_pieces(s);
+        const int64_t seq_pieces = sh.decode_pieces(s);
         for (int64_t u = (c - first % lanes + lanes) % lanes; u < n; u += lanes) {
-          if (per_kv_head > 0) {
-            decode_piece(sh, isa, s, (int)(u / per_kv_head), u % per_kv_head, per_kv_head,
-                         partials + piece_base * partial_floats(p), lane);
+          if (seq_pieces > 0) {
+            decode_piece(sh, isa, s, u, seq_pieces, partials + piece_base * partial_floats(p), lane);
           } else {
             const int64_t tile = u / p.n_kv_heads, t0 = a.query_start[s] + tile * kQueryTile;
             query_tile(sh, isa, s, t0, std::min(kQueryTile, a.query_start[s + 1] - t0), (int)(u % p.n_kv_heads), lane);
           }
         }
         first += n;
-        piece_base += per_kv_head * p.n_heads;
+        piece_base += seq_pieces * p.n_heads;
       }
     }
   };

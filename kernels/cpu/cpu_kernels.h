@@ -1,8 +1,8 @@
 #pragma once
 // Vectorized CPU kernels. The ISA family is probed once at start-up
-// (AVX-512 with VNNI, AVX2+FMA, or portable C++ that any compiler
-// vectorizes, so aarch64 builds too); TESSERA_CPU_ISA=portable|avx2|
-// avx512_vnni overrides the probe (a family the CPU cannot run is refused
+// (x86: AVX-512 with VNNI, AVX2+FMA; aarch64: NEON with the dot product
+// extension; anywhere: portable C++ that any compiler vectorizes);
+// TESSERA_CPU_ISA=portable|avx2|avx512_vnni|neon_dotprod overrides the probe (a family the CPU cannot run is refused
 // with a message on stderr), and force_isa() lets tests run each path the
 // machine can execute. Kernels neither allocate nor lock; they parallelize
 // only through the ParallelFor they are given (oneDNN's f32 sgemm, used for
@@ -12,12 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "core/compute_roofs.h"
 #include "core/parallel.h"
 #include "kernels/kernel_args.h"
 
 namespace tessera::kernels::cpu {
 
-enum class Isa : uint8_t { portable, avx2, avx512_vnni };
+// avx2 < avx512_vnni on x86; neon_dotprod is aarch64's only family beside
+// portable. Order means nothing across architectures: ask runnable_isas().
+enum class Isa : uint8_t { portable, avx2, avx512_vnni, neon_dotprod };
 std::string_view name(Isa isa);
 Isa detect_isa();                   // the best this machine runs
 std::vector<Isa> runnable_isas();   // every family this machine can execute
@@ -27,6 +30,9 @@ void force_isa(Isa isa);            // must be runnable; for tests and --isa
 // The kernel a matmul with these weights runs, e.g. "q8_0_gemm__avx512vnni"
 // (batch_invariant: MatmulArgs::tile.batch_invariant set).
 std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant = false);
+// What that kernel multiplies in, so that bench compares it with the right
+// compute roof (kernels/cpu/matmul_compute_dtype.cpp).
+ComputeDtype matmul_compute_dtype(DType w_dtype, int64_t m);
 bool matmul_supports(DType w_dtype);  // f32, f16, bf16, q8_0, q4_0, q4_K
 // q8_0/q4_0 quantize the m activation rows to q8 blocks here (a layout
 // private to kernels/cpu); the other dtypes need none (0 bytes).

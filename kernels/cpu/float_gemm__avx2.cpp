@@ -129,4 +129,38 @@ void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n) {
   for (; j < n; ++j) dst[j] = load_w1<W::bf16>(reinterpret_cast<const std::byte*>(src), j);
 }
 
+// F16C's conversion rounds to nearest even, as core/half.h's.
+void f32_to_f16__avx2(const float* src, uint16_t* dst, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; j < n; ++j) dst[j] = _cvtss_sh(src[j], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+namespace {
+// bf16 of 8 floats' bits: round to nearest even; a NaN keeps its top bits, made quiet (core/half.h).
+inline __m256i round_bf16(__m256i x) {
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+  return _mm256_blendv_epi8(rounded, quiet, nan);
+}
+}  // namespace
+
+void f32_to_bf16__avx2(const float* src, uint16_t* dst, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256i r = round_bf16(_mm256_castps_si256(_mm256_loadu_ps(src + j)));
+    // packus packs within 128-bit lanes: the permute brings both halves' words together.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), _mm256_castsi256_si128(packed));
+  }
+  for (; j < n; ++j) {
+    const __m256i r = round_bf16(_mm256_castps_si256(_mm256_set1_ps(src[j])));
+    dst[j] = (uint16_t)_mm256_extract_epi32(r, 0);
+  }
+}
+
 }  // namespace tessera::kernels::cpu::detail

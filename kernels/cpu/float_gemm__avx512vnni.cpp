@@ -130,6 +130,29 @@ void f16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n) {
   }
 }
 
+void f32_to_f16__avx512vnni(const float* src, uint16_t* dst, int64_t n) {
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : tail_mask(n - j);
+    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_mask_storeu_epi16(dst + j, m, h);
+  }
+}
+
+// Round to nearest even; a NaN keeps its top bits, made quiet (core/half.h's f32_to_bf16).
+void f32_to_bf16__avx512vnni(const float* src, uint16_t* dst, int64_t n) {
+  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : tail_mask(n - j);
+    const __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, src + j));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), one);
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(bias, lsb)), 16);
+    const __mmask16 nan =
+        _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+    _mm256_mask_storeu_epi16(dst + j, m, _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet)));
+  }
+}
+
 void bf16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n) {
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : tail_mask(n - j);

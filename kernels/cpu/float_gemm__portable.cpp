@@ -64,4 +64,12 @@ void bf16_to_f32__portable(const uint16_t* src, float* dst, int64_t n) {
   for (int64_t j = 0; j < n; ++j) dst[j] = bf16_to_f32(src[j]);
 }
 
+void f32_to_f16__portable(const float* src, uint16_t* dst, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = f32_to_f16(src[j]);
+}
+
+void f32_to_bf16__portable(const float* src, uint16_t* dst, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = f32_to_bf16(src[j]);
+}
+
 }  // namespace tessera::kernels::cpu::detail

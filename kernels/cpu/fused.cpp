@@ -45,6 +45,7 @@ void rope_kv_append(const RopeKvAppendArgs& a, ParallelFor& pf) {
   kv.n_tokens = a.n_tokens;
   kv.k_pool = a.k_pool;
   kv.v_pool = a.v_pool;
+  kv.kv_dtype = a.kv_dtype;
   kv.num_slots = a.num_slots;
   kv.p = a.p.kv;
   kv_append(kv, pf);

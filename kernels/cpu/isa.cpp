@@ -1,9 +1,11 @@
 // ISA probe and the per-family kernel tables. The family is chosen once, on
-// first use: TESSERA_CPU_ISA=portable|avx2|avx512_vnni if set and runnable,
-// else the best the CPU runs; force_isa() switches it (tests, --isa).
+// first use: TESSERA_CPU_ISA=portable|avx2|avx512_vnni|neon_dotprod if set
+// and runnable, else the best the CPU runs; force_isa() switches it (tests, --isa).
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -13,6 +15,9 @@
 #if defined(TESSERA_X86)
 #include <cpuid.h>
 #endif
+#if defined(TESSERA_AARCH64)
+#include <sys/auxv.h>
+#endif
 
 namespace tessera::kernels::cpu {
 
@@ -21,6 +26,7 @@ std::string_view name(Isa isa) {
     case Isa::portable: return "portable";
     case Isa::avx2: return "avx2";
     case Isa::avx512_vnni: return "avx512_vnni";
+    case Isa::neon_dotprod: return "neon_dotprod";
   }
   return "unknown";
 }
@@ -45,14 +51,21 @@ Isa detect_isa() {
     return Isa::avx512_vnni;
   if (avx2) return Isa::avx2;
 #endif
+#if defined(TESSERA_AARCH64)
+  // ASIMD is baseline on aarch64 (its f16 -> f32 widening included); the
+  // family's integer tiles need sdot, Armv8.2-A's dot product (FEAT_DotProd).
+  const unsigned long hw = getauxval(AT_HWCAP);
+  if ((hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDDP)) return Isa::neon_dotprod;
+#endif
   return Isa::portable;
 }
 
 std::vector<Isa> runnable_isas() {
   std::vector<Isa> out{Isa::portable};
   const Isa best = detect_isa();
-  if (best >= Isa::avx2) out.push_back(Isa::avx2);
-  if (best >= Isa::avx512_vnni) out.push_back(Isa::avx512_vnni);
+  if (best == Isa::avx2 || best == Isa::avx512_vnni) out.push_back(Isa::avx2);
+  if (best == Isa::avx512_vnni) out.push_back(Isa::avx512_vnni);
+  if (best == Isa::neon_dotprod) out.push_back(Isa::neon_dotprod);
   return out;
 }
 
@@ -64,8 +77,10 @@ Isa initial_isa() {
   if (env == nullptr || *env == '\0') return best;
   for (Isa isa : runnable_isas())
     if (name(isa) == env) return isa;
-  std::fprintf(stderr, "tessera: TESSERA_CPU_ISA=%s is not one this CPU runs (portable, avx2, avx512_vnni); using %s\n",
-               env, std::string(name(best)).c_str());
+  std::string runnable;
+  for (Isa isa : runnable_isas()) runnable += (runnable.empty() ? "" : ", ") + std::string(name(isa));
+  std::fprintf(stderr, "tessera: TESSERA_CPU_ISA=%s is not one this CPU runs (%s); using %s\n", env, runnable.c_str(),
+               std::string(name(best)).c_str());
   return best;
 }
 
@@ -79,7 +94,8 @@ std::atomic<Isa>& isa_slot() {
 Isa active_isa() { return isa_slot().load(std::memory_order_relaxed); }
 
 void force_isa(Isa isa) {
-  if (isa > detect_isa()) {
+  const std::vector<Isa> runnable = runnable_isas();
+  if (std::find(runnable.begin(), runnable.end(), isa) == runnable.end()) {
     std::fprintf(stderr, "tessera: force_isa(%s): this CPU cannot run it\n", std::string(name(isa)).c_str());
     std::abort();
   }
@@ -113,6 +129,8 @@ constexpr IsaKernels kPortable{
     .axpy = axpy__portable,
     .f16_to_f32 = f16_to_f32__portable,
     .bf16_to_f32 = bf16_to_f32__portable,
+    .f32_to_f16 = f32_to_f16__portable,
+    .f32_to_bf16 = f32_to_bf16__portable,
 };
 #if defined(TESSERA_X86)
 constexpr IsaKernels kAvx2{
@@ -139,6 +157,8 @@ constexpr IsaKernels kAvx2{
     .axpy = axpy__avx2,
     .f16_to_f32 = f16_to_f32__avx2,
     .bf16_to_f32 = bf16_to_f32__avx2,
+    .f32_to_f16 = f32_to_f16__avx2,
+    .f32_to_bf16 = f32_to_bf16__avx2,
 };
 constexpr IsaKernels kAvx512Vnni{
     .isa = Isa::avx512_vnni,
@@ -166,18 +186,58 @@ constexpr IsaKernels kAvx512Vnni{
     .axpy = axpy__avx512vnni,
     .f16_to_f32 = f16_to_f32__avx512vnni,
     .bf16_to_f32 = bf16_to_f32__avx512vnni,
+    .f32_to_f16 = f32_to_f16__avx512vnni,
+    .f32_to_bf16 = f32_to_bf16__avx512vnni,
+};
+#endif
+#if defined(TESSERA_AARCH64)
+// sdot tiles for q8_0, q4_0, q4_K and q6_K (the types of the common
+// Q4_0/Q8_0/Q4_K_M files), NEON FMA for the float tiles; the other formats'
+// tiles are portable's, and their kernel names say so (matmul_kernel_name
+// compares with kPortable). The x rows are portable's layouts bit for bit.
+constexpr IsaKernels kNeonDotprod{
+    .isa = Isa::neon_dotprod,
+    .suffix = "neon_dotprod",
+    .quantize_row = quantize_row__neon_dotprod,
+    .q8_0_tile = q8_0_tile__neon_dotprod,
+    .q4_0_tile = q4_0_tile__neon_dotprod,
+    .q4_1_tile = q4_1_tile__portable,
+    .q5_0_tile = q5_0_tile__portable,
+    .q5_1_tile = q5_1_tile__portable,
+    .iq4_nl_tile = iq4_nl_tile__portable,
+    .quantize_row_K = quantize_row_q8_K,
+    .q2_K_tile = q2_K_tile__portable,
+    .q3_K_tile = q3_K_tile__portable,
+    .q4_K_tile = q4_K_tile__neon_dotprod,
+    .q5_K_tile = q5_K_tile__portable,
+    .q6_K_tile = q6_K_tile__neon_dotprod,
+    .iq4_xs_tile = iq4_xs_tile__portable,
+    .f32_tile = f32_tile__neon_dotprod,
+    .f16_tile = f16_tile__neon_dotprod,
+    .bf16_tile = bf16_tile__neon_dotprod,
+    .dot = dot__neon_dotprod,
+    .axpy = axpy__neon_dotprod,
+    .f16_to_f32 = f16_to_f32__neon_dotprod,
+    .bf16_to_f32 = bf16_to_f32__neon_dotprod,
+    .f32_to_f16 = f32_to_f16__portable,  // the KV pools' rounding on append (portable's, bit for bit)
+    .f32_to_bf16 = f32_to_bf16__portable,
 };
 #endif
 }  // namespace
 
+const IsaKernels& portable_kernels() { return kPortable; }
+
 const IsaKernels& active_kernels() {
-#if defined(TESSERA_X86)
   switch (active_isa()) {
+#if defined(TESSERA_X86)
     case Isa::avx512_vnni: return kAvx512Vnni;
     case Isa::avx2: return kAvx2;
-    case Isa::portable: break;
-  }
 #endif
+#if defined(TESSERA_AARCH64)
+    case Isa::neon_dotprod: return kNeonDotprod;
+#endif
+    default: break;
+  }
   return kPortable;
 }
 

@@ -145,10 +145,16 @@ struct IsaKernels {
   void (*axpy)(float a, const float* x, float* y, int64_t n);  // y += a * x
   void (*f16_to_f32)(const uint16_t* src, float* dst, int64_t n);
   void (*bf16_to_f32)(const uint16_t* src, float* dst, int64_t n);
+  // Rounded to nearest even, bit for bit as core/half.h (KV pools are stored so).
+  void (*f32_to_f16)(const float* src, uint16_t* dst, int64_t n);
+  void (*f32_to_bf16)(const float* src, uint16_t* dst, int64_t n);
 };
 
 // The table of active_isa() (isa.cpp assembles the tables from the kernels below).
 const IsaKernels& active_kernels();
+// The portable family's table: a family that leaves a slot to portable's
+// kernel holds the same pointer, which is how kernel names tell them apart.
+const IsaKernels& portable_kernels();
 
 // Each ISA family's kernels, named <dtype>_<op>__<isa>, defined in the file of that name.
 void quantize_row__portable(DType w_dtype, const float* x, int64_t k, std::byte* row);
@@ -171,6 +177,8 @@ float dot__portable(const float* a, const float* b, int64_t n);
 void axpy__portable(float a, const float* x, float* y, int64_t n);
 void f16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
+void f32_to_f16__portable(const float* src, uint16_t* dst, int64_t n);
+void f32_to_bf16__portable(const float* src, uint16_t* dst, int64_t n);
 
 #if defined(TESSERA_X86)
 void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row);
@@ -193,6 +201,8 @@ float dot__avx2(const float* a, const float* b, int64_t n);
 void axpy__avx2(float a, const float* x, float* y, int64_t n);
 void f16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
+void f32_to_f16__avx2(const float* src, uint16_t* dst, int64_t n);
+void f32_to_bf16__avx2(const float* src, uint16_t* dst, int64_t n);
 
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void quantize_row_K__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
@@ -215,6 +225,24 @@ float dot__avx512vnni(const float* a, const float* b, int64_t n);
 void axpy__avx512vnni(float a, const float* x, float* y, int64_t n);
 void f16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);
+void f32_to_f16__avx512vnni(const float* src, uint16_t* dst, int64_t n);
+void f32_to_bf16__avx512vnni(const float* src, uint16_t* dst, int64_t n);
+#endif
+
+#if defined(TESSERA_AARCH64)
+// The neon_dotprod family: files *__neon_dotprod.cpp (-march=armv8.2-a+dotprod).
+void quantize_row__neon_dotprod(DType w_dtype, const float* x, int64_t k, std::byte* row);
+void q8_0_tile__neon_dotprod(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_0_tile__neon_dotprod(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_K_tile__neon_dotprod(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q6_K_tile__neon_dotprod(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void f32_tile__neon_dotprod(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void f16_tile__neon_dotprod(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void bf16_tile__neon_dotprod(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+float dot__neon_dotprod(const float* a, const float* b, int64_t n);
+void axpy__neon_dotprod(float a, const float* x, float* y, int64_t n);
+void f16_to_f32__neon_dotprod(const uint16_t* src, float* dst, int64_t n);
+void bf16_to_f32__neon_dotprod(const uint16_t* src, float* dst, int64_t n);
 #endif
 
 }  // namespace tessera::kernels::cpu::detail

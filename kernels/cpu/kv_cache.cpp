@@ -1,22 +1,32 @@
-// KV append: each token's K and V rows copied to its slot in the pools.
+// KV append: each token's K and V rows stored at its slot in the pools, as
+// they are (f32 pools) or rounded to nearest even (f16, bf16: the ISA's
+// conversion, bit for bit as core/half.h's).
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/parallel_util.h"
 
 namespace tessera::kernels::cpu {
 
 void kv_append(const KvAppendArgs& a, ParallelFor& pf) {
   const int64_t row = (int64_t)a.p.n_kv_heads * a.p.head_dim;
-  const size_t row_bytes = (size_t)row * sizeof(float);
+  const detail::IsaKernels& isa = detail::active_kernels();
+  const auto narrow = a.kv_dtype == DType::f16 ? isa.f32_to_f16 : a.kv_dtype == DType::bf16 ? isa.f32_to_bf16 : nullptr;
+  const auto store = [&](void* pool, const float* src, int64_t slot) {
+    if (narrow)
+      narrow(src, static_cast<uint16_t*>(pool) + slot * row, row);
+    else
+      std::memcpy(static_cast<float*>(pool) + slot * row, src, (size_t)row * sizeof(float));
+  };
   detail::parallel_for(pf, a.n_tokens, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, row)),
                        [&](int64_t t0, int64_t t1) {
                          for (int64_t t = t0; t < t1; ++t) {
                            const int64_t slot = a.slot_mapping[t];
                            if (slot == kNoSlot) continue;
-                           std::memcpy(a.k_pool + slot * row, a.k + t * row, row_bytes);
-                           std::memcpy(a.v_pool + slot * row, a.v + t * row, row_bytes);
+                           store(a.k_pool, a.k + t * row, slot);
+                           store(a.v_pool, a.v + t * row, slot);
                          }
                        });
 }

@@ -11,7 +11,8 @@
 //               and small-m sgemm loses to its own packing), oneDNN's sgemm
 //               from there, one sequential call per parallel chunk; our tiles
 //               at every m under tile.batch_invariant (sgemm sums in another
-//               order, so a row's bits would depend on the step's row count).
+//               order, so a row's bits would depend on the step's row count)
+//               and in builds without oneDNN (TESSERA_ONEDNN=OFF: arm64).
 // Every tile computes each output as one whole-K dot in an order set by k
 // alone (the same for any x-row tile, any row count, any position), so apart
 // from sgemm a row's bits never depend on the other rows of the step.
@@ -22,7 +23,9 @@
 // Work is split over groups of 4 weight rows. Inside a chunk, weight rows are
 // taken ~128 KiB at a time and every x-row tile passes over them while they
 // sit in L2, so prefill reads each weight byte from memory once.
+#if defined(TESSERA_ONEDNN)
 #include <oneapi/dnnl/dnnl.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -207,6 +210,8 @@ void plain(const MatmulArgs& a, ParallelFor& pf, detail::FTileFn tile_fn) {
   });
 }
 
+#if defined(TESSERA_ONEDNN)
+constexpr bool kHaveOneDnn = true;
 // oneDNN here is built on OpenMP, and an OpenMP team of its own would fight
 // our pool for the same cores (and spin after each call). So the n columns
 // are split over our ParallelFor and each chunk is one sequential sgemm: the
@@ -227,6 +232,10 @@ bool onednn_sgemm(const MatmulArgs& a, ParallelFor& pf) {
   });
   return ok;
 }
+#else
+constexpr bool kHaveOneDnn = false;
+bool onednn_sgemm(const MatmulArgs&, ParallelFor&) { return false; }
+#endif
 
 }  // namespace
 
@@ -245,9 +254,22 @@ size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k) {
 
 std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant) {
   if (!matmul_supports(w_dtype)) return "unsupported";
-  const std::string isa = detail::active_kernels().suffix;
+  // A family that leaves this type to portable's tile is named portable here.
+  const detail::IsaKernels& active = detail::active_kernels();
+  const detail::IsaKernels& portable = detail::portable_kernels();
+  const auto tile_of = [&](const detail::IsaKernels& t) -> const void* {
+    switch (w_dtype) {
+      case DType::f32: return reinterpret_cast<const void*>(t.f32_tile);
+      case DType::f16: return reinterpret_cast<const void*>(t.f16_tile);
+      case DType::bf16: return reinterpret_cast<const void*>(t.bf16_tile);
+      default:
+        if (detail::QTileFn q = qx_tile(t, w_dtype)) return reinterpret_cast<const void*>(q);
+        return reinterpret_cast<const void*>(q8_K_tile(t, w_dtype));
+    }
+  };
+  const std::string isa = tile_of(active) == tile_of(portable) ? portable.suffix : active.suffix;
   const std::string shape = m == 1 ? "gemv" : "gemm";
-  if (w_dtype == DType::f32 && m >= kOneDnnMinRows && !batch_invariant) return "f32_gemm__onednn";
+  if (kHaveOneDnn && w_dtype == DType::f32 && m >= kOneDnnMinRows && !batch_invariant) return "f32_gemm__onednn";
   return std::string(name(w_dtype)) + "_" + shape + "__" + isa;
 }
 
@@ -261,7 +283,7 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
   const detail::IsaKernels& isa = detail::active_kernels();
   switch (a.w_dtype) {
     case DType::f32:
-      if (a.m >= kOneDnnMinRows && a.tile.batch_invariant == 0 && onednn_sgemm(a, pf)) return;
+      if (kHaveOneDnn && a.m >= kOneDnnMinRows && a.tile.batch_invariant == 0 && onednn_sgemm(a, pf)) return;
       return plain(a, pf, isa.f32_tile);
     case DType::f16: return plain(a, pf, isa.f16_tile);
     case DType::bf16: return plain(a, pf, isa.bf16_tile);

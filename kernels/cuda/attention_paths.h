@@ -7,6 +7,7 @@
 // n_kv_heads, block_size >= 1.
 #include <cmath>
 
+#include "kernels/cuda/kv_element.h"
 #include "kernels/cuda/launch.h"
 
 namespace tessera::gpu::kernels {
@@ -16,8 +17,9 @@ namespace tessera::gpu::kernels {
 struct PagedAttention {
   const float* q = nullptr;
   float* out = nullptr;
-  const float* k_pool = nullptr;
-  const float* v_pool = nullptr;
+  const void* k_pool = nullptr;  // of kv_dtype, read through load_kv (kernels/cuda/kv_element.h)
+  const void* v_pool = nullptr;
+  DType kv_dtype = DType::f32;
   const int32_t* positions = nullptr;
   const int32_t* query_start = nullptr;
   const int32_t* seq_lens = nullptr;
@@ -37,6 +39,7 @@ inline PagedAttention paged_attention_of(const AttentionArgs& a) {
   k.out = a.out;
   k.k_pool = a.k_pool;
   k.v_pool = a.v_pool;
+  k.kv_dtype = a.kv_dtype;
   k.positions = a.positions;
   k.query_start = a.query_start;
   k.seq_lens = a.seq_lens;

@@ -1,7 +1,8 @@
-// kv_append: each token's K and V rows copied to its slot of the pools
-// (kernels/reference/kv_cache.cpp). One grid-stride pass over the elements of
+// kv_append: each token's K and V rows stored at its slot of the pools,
+// rounded to the pools' type (kernels/reference/kv_cache.cpp). One grid-stride pass over the elements of
 // the step's rows, so consecutive threads copy consecutive floats of a row.
 #include "kernels/cuda/gpu_device.h"
+#include "kernels/cuda/kv_element.h"
 #include "kernels/cuda/kv_rows.h"
 #include "kernels/cuda/launch.h"
 
@@ -12,29 +13,29 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads)
-    append_rows_kernel(const float* k, float* k_pool, const float* v, float* v_pool, const int32_t* slot_mapping,
-                       int64_t n_tokens, int64_t row, int64_t num_slots) {
+    append_rows_kernel(const float* k, void* k_pool, const float* v, void* v_pool, DType kv_dtype,
+                       const int32_t* slot_mapping, int64_t n_tokens, int64_t row, int64_t num_slots) {
   const int64_t n = n_tokens * row;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     const int64_t t = i / row, e = i % row;
     const int64_t slot = slot_mapping[t];
     if (slot < 0 || slot >= num_slots) continue;  // outside the pool: skipped, as the Vulkan kernel does
-    if (k) k_pool[slot * row + e] = k[i];
-    if (v) v_pool[slot * row + e] = v[i];
+    if (k) store_kv(k_pool, kv_dtype, slot * row + e, k[i]);
+    if (v) store_kv(v_pool, kv_dtype, slot * row + e, v[i]);
   }
 }
 
 }  // namespace
 
-gpuError_t append_kv_rows(const float* k, float* k_pool, const float* v, float* v_pool, const int32_t* slot_mapping,
-                          int64_t n_tokens, int64_t row, int64_t num_slots, gpuStream_t s) {
+gpuError_t append_kv_rows(const float* k, void* k_pool, const float* v, void* v_pool, DType kv_dtype,
+                          const int32_t* slot_mapping, int64_t n_tokens, int64_t row, int64_t num_slots, gpuStream_t s) {
   if (n_tokens < 0 || row < 0 || num_slots < 0) return gpuErrorInvalidValue;
   if (!k_pool) k = nullptr;
   if (!v_pool) v = nullptr;
   if (n_tokens == 0 || row == 0 || num_slots == 0 || (!k && !v)) return gpuSuccess;
-  append_rows_kernel<<<grid_for(n_tokens * row, kThreads), kThreads, 0, s>>>(k, k_pool, v, v_pool, slot_mapping,
-                                                                             n_tokens, row, num_slots);
+  append_rows_kernel<<<grid_for(n_tokens * row, kThreads), kThreads, 0, s>>>(k, k_pool, v, v_pool, kv_dtype,
+                                                                             slot_mapping, n_tokens, row, num_slots);
   return gpuGetLastError();
 }
 
@@ -42,7 +43,8 @@ gpuError_t kv_append(const KvAppendArgs& a, gpuStream_t s) {
   if (a.n_tokens == 0) return gpuSuccess;
   if (a.p.n_kv_heads < 0 || a.p.head_dim < 0) return gpuErrorInvalidValue;
   const int64_t row = (int64_t)a.p.n_kv_heads * a.p.head_dim;
-  return append_kv_rows(a.k, a.k_pool, a.v, a.v_pool, a.slot_mapping, a.n_tokens, row, a.num_slots, s);
+  if (a.kv_dtype != DType::f32 && a.kv_dtype != DType::f16 && a.kv_dtype != DType::bf16) return gpuErrorInvalidValue;
+  return append_kv_rows(a.k, a.k_pool, a.v, a.v_pool, a.kv_dtype, a.slot_mapping, a.n_tokens, row, a.num_slots, s);
 }
 
 }  // namespace tessera::gpu::kernels

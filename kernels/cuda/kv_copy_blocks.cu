@@ -3,8 +3,9 @@
 // block pair x (grid-stride) of pool y (grid-stride): one block per
 // (pair, pool), its threads moving 16 bytes each per step where the pool's
 // block size allows (a KV block is block_size rows of n_kv_heads * head_dim
-// floats: a multiple of 16 bytes whenever that product is a multiple of 4),
-// else 4 bytes, else single bytes.
+// f32, f16 or bf16 elements: the copy is of bytes, whatever their type; a
+// multiple of 16 bytes whenever that product is a multiple of 4, or of 8 for
+// 2-byte elements), else 4 bytes, else single bytes.
 //
 // The copies run in parallel, so the list must not read a block another copy
 // of the same launch writes, nor write one block twice; the stream checks

@@ -107,13 +107,12 @@ __device__ void attend(const Attention& a, int64_t item, WarpStates& ws) {
     const int32_t block = table[j / a.block_size];
     if (block < 0) continue;  // not a block of the pool (bad metadata): the key is left out
     const int64_t slot = (int64_t)block * a.block_size + j % a.block_size;
-    const float* k = a.k_pool + slot * kv_row + kv_head;
-    const float* v = a.v_pool + slot * kv_row + kv_head;
+    const int64_t kv_at = slot * kv_row + kv_head;
     float partial = 0.0f;
 #pragma unroll
     for (int i = 0; i < kMaxDimsPerLane; ++i) {
       const int d = lane + i * warpSize;
-      if (d < hd) partial += q[i] * k[d];
+      if (d < hd) partial += q[i] * load_kv(a.k_pool, a.kv_dtype, kv_at + d);
     }
     float score = warp_sum(partial) * a.scale;
     if (a.softcap > 0.0f) score = a.softcap * tanhf(score / a.softcap);
@@ -125,7 +124,7 @@ __device__ void attend(const Attention& a, int64_t item, WarpStates& ws) {
 #pragma unroll
     for (int i = 0; i < kMaxDimsPerLane; ++i) {
       const int d = lane + i * warpSize;
-      if (d < hd) acc[i] = acc[i] * correction + p * v[d];
+      if (d < hd) acc[i] = acc[i] * correction + p * load_kv(a.v_pool, a.kv_dtype, kv_at + d);
     }
     m = m_new;
   }

@@ -201,8 +201,8 @@ __device__ void chunk_state(const Tiled& a, Smem& sm, int32_t s, int kvh, int n_
         if (block >= 0) slot = (int64_t)block * a.block_size + j % a.block_size;
       }
       if (d == 0) sm.slot[i] = slot < 0 ? -1 : 0;
-      sm.k[i * ks + d] = slot < 0 ? 0.0f : a.k_pool[slot * kv_row + kv_head + d];
-      sm.v[i * hd + d] = slot < 0 ? 0.0f : a.v_pool[slot * kv_row + kv_head + d];
+      sm.k[i * ks + d] = slot < 0 ? 0.0f : load_kv(a.k_pool, a.kv_dtype, slot * kv_row + kv_head + d);
+      sm.v[i * hd + d] = slot < 0 ? 0.0f : load_kv(a.v_pool, a.kv_dtype, slot * kv_row + kv_head + d);
     }
     __syncthreads();
     for (int e = tid; e < n_rows * T; e += kThreads) {

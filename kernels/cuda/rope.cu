@@ -194,13 +194,14 @@ gpuError_t rope_kv_append(const RopeKvAppendArgs& a, gpuStream_t s) {
   k_rows.freq_factors = q_rows.freq_factors = a.freq_factors;
 
   k_rows.x = a.k;
-  k_rows.y = a.k_pool;
+  if (a.kv_dtype != DType::f32) return gpuErrorInvalidValue;  // the table refuses it: rope writes f32 rows
+  k_rows.y = static_cast<float*>(a.k_pool);
   k_rows.out_slots = a.slot_mapping;
   k_rows.num_slots = a.num_slots;
   gpuError_t e = launch(k_rows, s);
   if (e != gpuSuccess) return e;
 
-  e = append_kv_rows(nullptr, nullptr, a.v, a.v_pool, a.slot_mapping, a.n_tokens, (int64_t)kv.n_kv_heads * kv.head_dim,
+  e = append_kv_rows(nullptr, nullptr, a.v, a.v_pool, a.kv_dtype, a.slot_mapping, a.n_tokens, (int64_t)kv.n_kv_heads * kv.head_dim,
                      a.num_slots, s);
   if (e != gpuSuccess) return e;
 

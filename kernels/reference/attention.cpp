@@ -2,12 +2,14 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/kv_element.h"
 #include "kernels/reference/reference.h"
 
 namespace tessera::kernels::reference {
 
 // Scores, max-subtracted softmax and the weighted sum of V, all in f64,
-// reading K/V through the block table one position at a time.
+// reading K/V (f32, f16 or bf16, widened exactly) through the block table
+// one position at a time.
 void paged_attention(const AttentionArgs& a) {
   const AttentionParams& p = a.p;
   const int group = p.n_heads / p.n_kv_heads;
@@ -28,9 +30,9 @@ void paged_attention(const AttentionArgs& a) {
         const float* q = a.q + t * q_row + (int64_t)h * p.head_dim;
         double max = -INFINITY;
         for (int64_t j = first; j < len; ++j) {
-          const float* k = a.k_pool + slot(j) * kv_row + (int64_t)kvh * p.head_dim;
+          const int64_t k = slot(j) * kv_row + (int64_t)kvh * p.head_dim;
           double dot = 0.0;
-          for (int d = 0; d < p.head_dim; ++d) dot += (double)q[d] * k[d];
+          for (int d = 0; d < p.head_dim; ++d) dot += (double)q[d] * load_kv(a.k_pool, a.kv_dtype, k + d);
           scores[(size_t)j] = dot * scale;
           if (p.softcap > 0.0f) scores[(size_t)j] = (double)p.softcap * std::tanh(scores[(size_t)j] / (double)p.softcap);
           if (scores[(size_t)j] > max) max = scores[(size_t)j];
@@ -42,9 +44,9 @@ void paged_attention(const AttentionArgs& a) {
         }
         acc.assign((size_t)p.head_dim, 0.0);
         for (int64_t j = first; j < len; ++j) {
-          const float* v = a.v_pool + slot(j) * kv_row + (int64_t)kvh * p.head_dim;
+          const int64_t v = slot(j) * kv_row + (int64_t)kvh * p.head_dim;
           const double w = scores[(size_t)j] / sum;
-          for (int d = 0; d < p.head_dim; ++d) acc[(size_t)d] += w * v[d];
+          for (int d = 0; d < p.head_dim; ++d) acc[(size_t)d] += w * load_kv(a.v_pool, a.kv_dtype, v + d);
         }
         float* out = a.out + t * q_row + (int64_t)h * p.head_dim;
         for (int d = 0; d < p.head_dim; ++d) out[d] = (float)acc[(size_t)d];

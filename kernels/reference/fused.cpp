@@ -38,7 +38,7 @@ void rope_kv_append(const RopeKvAppendArgs& a) {
   RopeParams rk = a.p.rope;
   rk.n_heads = a.p.kv.n_kv_heads;
   rope({k.data(), a.positions, a.n_tokens, rk, a.table, a.table_rows, a.freq_factors});
-  kv_append({k.data(), a.v, a.slot_mapping, a.n_tokens, a.k_pool, a.v_pool, a.num_slots, a.p.kv});
+  kv_append({k.data(), a.v, a.slot_mapping, a.n_tokens, a.k_pool, a.v_pool, a.kv_dtype, a.num_slots, a.p.kv});
   rope({q.data(), a.positions, a.n_tokens, a.p.rope, a.table, a.table_rows, a.freq_factors});
   std::memcpy(a.q_out, q.data(), q.size() * 4);
 }

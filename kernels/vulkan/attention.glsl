@@ -7,7 +7,8 @@
 // (first_of), and with a soft-cap its scores become cap * tanh(s / cap).
 // The host checks the metadata before a step runs; the kernels still clamp
 // every index so that bad metadata cannot address outside a binding.
-// Bindings 4..7 are the metadata; each kernel declares its tensors at 1..3 and 8.
+// Bindings 4..7 are the metadata; each kernel declares its tensors at 1..3 and
+// 8, the pools as words of f32, f16 or bf16 (kv_pool.glsl).
 
 layout(std430, set = 0, binding = 4) readonly buffer Pos { int positions[]; };
 layout(std430, set = 0, binding = 5) readonly buffer QStart { int query_start[]; };
@@ -28,7 +29,10 @@ layout(push_constant) uniform Push {
   uint split_all_tokens;
   uint window;    // 0: none (core/ops.h AttentionParams::window)
   float softcap;  // 0: none
+  uint kv_type;   // the pools' type (kv_pool.glsl)
 } pc;
+
+#include "kv_pool.glsl"
 
 const float NEG_BIG = -3.0e38;
 

@@ -18,8 +18,8 @@ layout(local_size_x = 128) in;
 
 #include "attention.glsl"
 layout(std430, set = 0, binding = 1) readonly buffer Q { float q[]; };
-layout(std430, set = 0, binding = 2) readonly buffer KPool { float k_pool[]; };
-layout(std430, set = 0, binding = 3) readonly buffer VPool { float v_pool[]; };
+layout(std430, set = 0, binding = 2) readonly buffer KPool { uint k_pool[]; };
+layout(std430, set = 0, binding = 3) readonly buffer VPool { uint v_pool[]; };
 layout(std430, set = 0, binding = 8) writeonly buffer Out { float y[]; };
 
 shared float q_s[BQ][HD_MAX];
@@ -42,7 +42,7 @@ void main() {
   const uint hd = min(pc.head_dim, HD_MAX);
   const uint kvh = h / (pc.n_heads / pc.n_kv_heads);
   const uint kv_row = pc.n_kv_heads * pc.head_dim;
-  const uint ko = (pc.off[1] >> 2) + kvh * pc.head_dim, vo = (pc.off[2] >> 2) + kvh * pc.head_dim;
+  const uint ko = kv_base(pc.off[1]) + kvh * pc.head_dim, vo = kv_base(pc.off[2]) + kvh * pc.head_dim;
   const uint q_row = pc.n_heads * pc.head_dim;
 
   for (uint i = lid; i < BQ * hd; i += WG) {
@@ -67,8 +67,8 @@ void main() {
     for (uint i = lid; i < BK * hd; i += WG) {
       const uint jj = i / hd, d = i % hd;
       const int slot = slot_s[jj];
-      k_s[jj][d] = slot >= 0 ? k_pool[ko + uint(slot) * kv_row + d] : 0.0;
-      v_s[jj][d] = slot >= 0 ? v_pool[vo + uint(slot) * kv_row + d] : 0.0;
+      k_s[jj][d] = slot >= 0 ? KV_LOAD(k_pool, ko + uint(slot) * kv_row + d) : 0.0;
+      v_s[jj][d] = slot >= 0 ? KV_LOAD(v_pool, vo + uint(slot) * kv_row + d) : 0.0;
     }
     barrier();
     for (uint i = lid; i < BQ * BK; i += WG) {

@@ -15,8 +15,8 @@ layout(local_size_x = 64) in;
 
 #include "attention.glsl"
 layout(std430, set = 0, binding = 1) readonly buffer Q { float q[]; };
-layout(std430, set = 0, binding = 2) readonly buffer KPool { float k_pool[]; };
-layout(std430, set = 0, binding = 3) readonly buffer VPool { float v_pool[]; };
+layout(std430, set = 0, binding = 2) readonly buffer KPool { uint k_pool[]; };
+layout(std430, set = 0, binding = 3) readonly buffer VPool { uint v_pool[]; };
 // Per (row, head, partition): max, sum, then head_dim accumulators.
 layout(std430, set = 0, binding = 8) writeonly buffer Partials { float partials[]; };
 
@@ -39,7 +39,7 @@ void main() {
   const uint hd = min(pc.head_dim, HD_MAX);
   const uint kvh = h / (pc.n_heads / pc.n_kv_heads);
   const uint kv_row = pc.n_kv_heads * pc.head_dim;
-  const uint ko = pc.off[1] >> 2, vo = pc.off[2] >> 2;
+  const uint ko = kv_base(pc.off[1]), vo = kv_base(pc.off[2]);
 
   const uint qo = (pc.off[0] >> 2) + (t * pc.n_heads + h) * pc.head_dim;
   for (uint d = lid; d < hd; d += WG) q_s[d] = q[qo + d];
@@ -52,7 +52,7 @@ void main() {
     if (slot >= 0) {
       const uint kb = ko + uint(slot) * kv_row + kvh * pc.head_dim;
       float dot = 0.0;
-      for (uint d = 0u; d < hd; ++d) dot += q_s[d] * k_pool[kb + d];
+      for (uint d = 0u; d < hd; ++d) dot += q_s[d] * KV_LOAD(k_pool, kb + d);
       score = score_of(dot);
     }
     slot_s[j - j0] = slot;
@@ -73,7 +73,7 @@ void main() {
     float acc = 0.0;
     for (uint j = j0; j < j1; ++j) {
       const int slot = slot_s[j - j0];
-      if (slot >= 0) acc += p_s[j - j0] * v_pool[vo + uint(slot) * kv_row + kvh * pc.head_dim + d];
+      if (slot >= 0) acc += p_s[j - j0] * KV_LOAD(v_pool, vo + uint(slot) * kv_row + kvh * pc.head_dim + d);
     }
     partials[po + 2u + d] = acc;
   }

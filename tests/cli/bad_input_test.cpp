@@ -138,3 +138,15 @@ TEST_CASE("unknown backends and subcommands are one-line errors") {
   check_one_line_error(run_tessera({"run", "-m", stories(), "--prompt-ids", "1", "--backend", "nosuch"}), {"--backend", "nosuch"});
   check_one_line_error(run_tessera({"frobnicate"}), {});
 }
+
+TEST_CASE("an unknown --kv-type is one line naming the flag and the accepted types, on every command that opens a model") {
+  const std::string m = stories();
+  for (const std::vector<std::string>& cmd :
+       {std::vector<std::string>{"run", "-m", m, "--prompt-ids", "1"}, {"serve", "-m", m, "--port", "0"},
+        {"batch", "-m", m}, {"bench", "-m", m}, {"ir", "-m", m}}) {
+    CAPTURE(cmd[0]);
+    std::vector<std::string> args = cmd;
+    args.insert(args.end(), {"--kv-type", "q8_0"});
+    check_one_line_error(run_tessera(args), {"--kv-type", "q8_0", "f32", "f16", "bf16"});
+  }
+}

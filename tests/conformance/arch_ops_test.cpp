@@ -176,7 +176,7 @@ TEST_CASE("rope_kv_append with frequency factors equals rope, rope and kv_append
     RopeParams rk = p.rope;
     rk.n_heads = kv_heads;
     cpu::rope({k2.data(), pos.data(), n, rk, nullptr, 0, factors.data()}, pool());
-    cpu::kv_append({k2.data(), v.data(), slot.data(), n, kp.data(), vp.data(), slots, p.kv}, pool());
+    cpu::kv_append({k2.data(), v.data(), slot.data(), n, kp.data(), vp.data(), DType::f32, slots, p.kv}, pool());
     cpu::rope({q2.data(), pos.data(), n, p.rope, nullptr, 0, factors.data()}, pool());
     CHECK(got[0] == q2);
     CHECK(got[1] == kp);

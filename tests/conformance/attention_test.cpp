@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "conformance.h"
+#include "kernels/kv_element.h"
 
 namespace tessera::testing {
 namespace {
@@ -363,13 +364,97 @@ TEST_CASE("kv append writes every token's K and V rows to its mapped slot and no
   const std::vector<float> k = rng.floats((size_t)(n_tokens * row)), v = rng.floats(k.size());
   const std::vector<float> k0 = rng.floats((size_t)(num_slots * row)), v0 = rng.floats(k0.size());
   std::vector<float> want_k = k0, want_v = v0;
-  ref::kv_append({k.data(), v.data(), slots.data(), n_tokens, want_k.data(), want_v.data(), num_slots, p});
+  ref::kv_append({k.data(), v.data(), slots.data(), n_tokens, want_k.data(), want_v.data(), DType::f32, num_slots, p});
   for_each_isa([&](cpu::Isa) {
     std::vector<float> got_k = k0, got_v = v0;
-    cpu::kv_append({k.data(), v.data(), slots.data(), n_tokens, got_k.data(), got_v.data(), num_slots, p}, pool());
+    cpu::kv_append({k.data(), v.data(), slots.data(), n_tokens, got_k.data(), got_v.data(), DType::f32, num_slots, p}, pool());
     CHECK(got_k == want_k);
     CHECK(got_v == want_v);
   });
+}
+
+// The pools' values rounded to t and stored as t (f16/bf16 words), and the
+// same rounded values as f32: what attention over either must agree on.
+struct RoundedPools {
+  std::vector<uint16_t> k, v;
+  std::vector<float> k_f32, v_f32;
+};
+RoundedPools round_pools(const Scenario& sc, DType t) {
+  RoundedPools r{std::vector<uint16_t>(sc.k_pool.size()), std::vector<uint16_t>(sc.v_pool.size()), sc.k_pool, sc.v_pool};
+  for (size_t i = 0; i < sc.k_pool.size(); ++i) {
+    kernels::store_kv(r.k.data(), t, (int64_t)i, sc.k_pool[i]);
+    kernels::store_kv(r.v.data(), t, (int64_t)i, sc.v_pool[i]);
+    r.k_f32[i] = kernels::round_to_kv(t, sc.k_pool[i]);
+    r.v_f32[i] = kernels::round_to_kv(t, sc.v_pool[i]);
+  }
+  return r;
+}
+
+// Widening f16/bf16 to f32 is exact and the folds are the f32 pools', so
+// the bits are those of f32 pools holding the rounded values, on every ISA
+// and path; and both stay within the f32 bound of the reference reading the
+// 16-bit pools.
+TEST_CASE("paged attention over f16 and bf16 pools equals f32 pools of the rounded values, bit for bit, on every ISA") {
+  Rng rng(215);
+  for (DType t : {DType::f16, DType::bf16}) {
+    CAPTURE(name(t));
+    for (const Scenario& sc : {Scenario(gqa(64, 16), {{700, 1}, {40, 3}, {451, 1}, {90, 17}}, rng),
+                               Scenario(windowed(63, 8, 33, 0.0f), {{90, 17}, {451, 1}, {33, 33}, {5, 1}}, rng),
+                               Scenario(gqa(128, 16), {{1000, 1}}, rng)}) {
+      const RoundedPools r = round_pools(sc, t);
+      const size_t out_size = (size_t)(sc.n_tokens * sc.p.n_heads * sc.p.head_dim);
+      std::vector<float> want(out_size);
+      AttentionArgs ra = sc.args(want.data(), nullptr);
+      ra.k_pool = r.k.data();
+      ra.v_pool = r.v.data();
+      ra.kv_dtype = t;
+      ref::paged_attention(ra);
+      for_each_isa([&](cpu::Isa) {
+        AlignedBuffer ws(cpu::attention_workspace_bytes(sc.p, {sc.n_tokens, (int64_t)sc.seqs.size(), max_context(sc), pool().num_threads()}));
+        std::vector<float> got(out_size, -777.0f), as_f32(out_size, -777.0f);
+        AttentionArgs a = ra;
+        a.out = got.data();
+        a.workspace = ws.data();
+        cpu::paged_attention(a, pool());
+        AttentionArgs f = sc.args(as_f32.data(), ws.data());
+        f.k_pool = r.k_f32.data();
+        f.v_pool = r.v_f32.data();
+        cpu::paged_attention(f, pool());
+        CHECK(std::memcmp(got.data(), as_f32.data(), out_size * sizeof(float)) == 0);
+        const double err = rel_error(got, want);
+        CHECK_MESSAGE(err <= kAttentionBound, "relative error " << err);
+      });
+    }
+  }
+}
+
+TEST_CASE("kv append rounds to f16 and bf16 pools as core/half.h does, on every ISA, edge values and odd rows included") {
+  Rng rng(216);
+  KvCacheParams p;
+  p.n_kv_heads = 3;
+  p.head_dim = 13;  // rows of 39: every vector width's tail
+  p.block_size = 4;
+  const int64_t num_slots = 6 * p.block_size, n_tokens = 9, row = (int64_t)p.n_kv_heads * p.head_dim;
+  std::vector<int32_t> slots((size_t)num_slots);
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng.engine());
+  slots.resize((size_t)n_tokens);
+  slots[4] = kNoSlot;
+  std::vector<float> k = rng.floats((size_t)(n_tokens * row), -1e5f, 1e5f), v = rng.floats(k.size(), -1e-5f, 1e-5f);
+  const float edge[] = {1.0f + 1.0f / 2048.0f, 1.0f + 3.0f / 2048.0f, 65519.0f, 65520.0f, -1e-7f, 6e-8f, 3e-8f,
+                        -0.0f, INFINITY, -INFINITY, NAN, 1.00390625f, 1.01171875f, 3.4e38f};
+  for (size_t i = 0; i < std::size(edge); ++i) k[i * 3] = edge[i];
+  for (DType t : {DType::f16, DType::bf16}) {
+    CAPTURE(name(t));
+    std::vector<uint16_t> want_k((size_t)(num_slots * row), 0x5555), want_v = want_k;
+    ref::kv_append({k.data(), v.data(), slots.data(), n_tokens, want_k.data(), want_v.data(), t, num_slots, p});
+    for_each_isa([&](cpu::Isa) {
+      std::vector<uint16_t> got_k((size_t)(num_slots * row), 0x5555), got_v = got_k;
+      cpu::kv_append({k.data(), v.data(), slots.data(), n_tokens, got_k.data(), got_v.data(), t, num_slots, p}, pool());
+      CHECK(got_k == want_k);
+      CHECK(got_v == want_v);
+    });
+  }
 }
 
 }  // namespace

@@ -175,8 +175,10 @@ struct AttentionWorld {
   int64_t slots = 0;
   std::vector<float> k_pool, v_pool, q_table;
   std::vector<int32_t> q_base;  // seq s, position j: q row q_base[s] + j
+  DType kv = DType::f32;        // the pools' type
 
-  AttentionWorld(AttentionParams params, const std::vector<int32_t>& contexts, Rng& rng) : p(params) {
+  AttentionWorld(AttentionParams params, const std::vector<int32_t>& contexts, Rng& rng, DType kv_type = DType::f32)
+      : p(params), kv(kv_type) {
     int32_t blocks = 0;
     for (int32_t ctx : contexts) blocks += (ctx + p.block_size - 1) / p.block_size;
     blocks += 3;
@@ -205,11 +207,11 @@ struct AttentionWorld {
   int64_t q_width() const { return (int64_t)p.n_heads * p.head_dim; }
 
   OpCase base_case(Mode mode) const {
-    const TensorDesc pool = TensorDesc::contiguous(DType::f32, Shape{slots, (int64_t)p.n_kv_heads * p.head_dim});
+    const TensorDesc pool = TensorDesc::contiguous(kv, Shape{slots, (int64_t)p.n_kv_heads * p.head_dim});
     OpCase c{OpKind::paged_attention, p,
              {weight_input(DType::f32, Shape{(int64_t)q_table.size() / q_width(), q_width()}, as_bytes(q_table)),
-              step(StepField::token_ids), {OpInput::pool, pool, as_bytes(k_pool), StepField::none},
-              {OpInput::pool, pool, as_bytes(v_pool), StepField::none}, step(StepField::positions), step(StepField::query_start),
+              step(StepField::token_ids), {OpInput::pool, pool, kv_pool_bytes(k_pool, kv), StepField::none},
+              {OpInput::pool, pool, kv_pool_bytes(v_pool, kv), StepField::none}, step(StepField::positions), step(StepField::query_start),
               step(StepField::seq_lens), step(StepField::block_tables)}};
     c.tile.batch_invariant = mode == Mode::batch_invariant;
     return c;
@@ -239,14 +241,16 @@ struct AttentionWorld {
 
 }  // namespace
 
-TEST_CASE("a token's attention bits are the same as a decode and as a row of a prompt chunk, beside other sequences, on every device") {
+TEST_CASE("a token's attention bits are the same as a decode and as a row of a prompt chunk, beside other sequences, on every device, for f32, f16 and bf16 KV") {
   Rng rng(302);
+  for (DType kv : {DType::f32, DType::f16, DType::bf16}) {
+  CAPTURE(name(kv));
   // Sequence 0 is the one watched: its queries at positions [250, 290) cross
   // the 256-position boundary of the 128-position context pieces. The others
   // are long and short decodes and chunks that share its steps.
   const int kWatched = 0;
   const int32_t first = 250, count = 40;
-  const AttentionWorld w(AttentionParams{8, 2, 32, 16, 0.0f, true}, {290, 700, 50, 40, 130, 300, 20, 9, 77}, rng);
+  const AttentionWorld w(AttentionParams{8, 2, 32, 16, 0.0f, true}, {290, 700, 50, 40, 130, 300, 20, 9, 77}, rng, kv);
   struct Arrangement {
     std::string what;
     ShapeBucket bucket;
@@ -303,5 +307,6 @@ TEST_CASE("a token's attention bits are the same as a decode and as a row of a p
         }
       });
     }
+  }
   }
 }

@@ -120,11 +120,11 @@ TEST_CASE("rope_kv_append equals rope of q and k then kv_append, in place over q
       RopeParams rk = rp;
       rk.n_heads = 2;
       cpu::rope({want_k.data(), pos.data(), n, rk}, pool());
-      cpu::kv_append({want_k.data(), v.data(), slot.data(), n, want_kp.data(), want_vp.data(), slots, kvp}, pool());
+      cpu::kv_append({want_k.data(), v.data(), slot.data(), n, want_kp.data(), want_vp.data(), DType::f32, slots, kvp}, pool());
       // Fused, q rotated in place.
       std::vector<float> got_q(q), k_rot((size_t)(n * kvw)), kp((size_t)(slots * kvw), 0.0f), vp(kp);
       RopeKvAppendArgs a{got_q.data(), got_q.data(), k.data(), v.data(), k_rot.data(), pos.data(), slot.data(), n,
-                         kp.data(), vp.data(), slots, {rp, kvp}};
+                         kp.data(), vp.data(), DType::f32, slots, {rp, kvp}};
       cpu::rope_kv_append(a, pool());
       CHECK(got_q == want_q);
       CHECK(kp == want_kp);
@@ -132,11 +132,24 @@ TEST_CASE("rope_kv_append equals rope of q and k then kv_append, in place over q
       // The reference, into a separate q.
       std::vector<float> ref_q((size_t)(n * qw)), rkp((size_t)(slots * kvw), 0.0f), rvp(rkp);
       RopeKvAppendArgs ra{q.data(), ref_q.data(), k.data(), v.data(), nullptr, pos.data(), slot.data(), n,
-                          rkp.data(), rvp.data(), slots, {rp, kvp}};
+                          rkp.data(), rvp.data(), DType::f32, slots, {rp, kvp}};
       ref::rope_kv_append(ra);
       CHECK(rel_error(got_q, ref_q) < 1e-5);
       CHECK(rel_error(kp, rkp) < 1e-5);
       CHECK(vp == rvp);
+      // Into f16 and bf16 pools: the unfused rope then kv_append's rounding, to the bit.
+      for (DType t : {DType::f16, DType::bf16}) {
+        CAPTURE(name(t));
+        std::vector<uint16_t> want16((size_t)(slots * kvw), 0), want16v(want16), got16(want16), got16v(want16);
+        cpu::kv_append({want_k.data(), v.data(), slot.data(), n, want16.data(), want16v.data(), t, slots, kvp}, pool());
+        std::vector<float> q16(q);
+        RopeKvAppendArgs a16{q16.data(), q16.data(), k.data(), v.data(), k_rot.data(), pos.data(), slot.data(), n,
+                             got16.data(), got16v.data(), t, slots, {rp, kvp}};
+        cpu::rope_kv_append(a16, pool());
+        CHECK(q16 == want_q);
+        CHECK(got16 == want16);
+        CHECK(got16v == want16v);
+      }
     }
   });
 }

@@ -221,16 +221,19 @@ TEST_CASE("rope rotates both layouts, partial rotary included, on every device")
   }
 }
 
-TEST_CASE("kv_append writes every token's K and V to its slot, and nothing for a token of slot -1, on every device") {
-  Rng rng(105);
-  const int32_t kv_heads = 2, hd = 8, bs = 4, blocks = 6, n = 5;
-  const int64_t width = kv_heads * hd, slots = (int64_t)bs * blocks;
-  const auto k = rng.floats((size_t)(n * width)), v = rng.floats((size_t)(n * width));
-  const auto kp = rng.floats((size_t)(slots * width)), vp = rng.floats((size_t)(slots * width));
-  const TensorDesc pool = TensorDesc::contiguous(DType::f32, Shape{slots, width});
-  OpCase c{OpKind::kv_append, KvCacheParams{kv_heads, hd, bs},
+// A kv_append case: n tokens of K/V rows into pools of `slots` rows of type
+// t holding kp0/vp0, each token to a shuffled distinct slot except token
+// `pad`, which has slot -1 (a padding token, core/hal/step_padding.h) and
+// must write nothing. Checks every device's pools against the reference's, byte for byte.
+static void check_kv_append(Rng& rng, KvCacheParams kvp, int64_t slots, int64_t n, const std::vector<float>& k,
+                     const std::vector<float>& v, const std::vector<float>& kp0, const std::vector<float>& vp0, DType t,
+                     int64_t pad) {
+  const int64_t width = (int64_t)kvp.n_kv_heads * kvp.head_dim;
+  const TensorDesc pool = TensorDesc::contiguous(t, Shape{slots, width});
+  OpCase c{OpKind::kv_append, kvp,
            {weight_f32(Shape{n, width}, k), weight_f32(Shape{n, width}, v), step(StepField::slot_mapping),
-            {OpInput::pool, pool, as_bytes(kp), StepField::none}, {OpInput::pool, pool, as_bytes(vp), StepField::none}}};
+            {OpInput::pool, pool, kv_pool_bytes(kp0, t), StepField::none},
+            {OpInput::pool, pool, kv_pool_bytes(vp0, t), StepField::none}}};
   plain_step(c, n);
   // A plan that writes the KV cache checks the step's sequence metadata too.
   c.bucket.max_blocks_per_seq = 2;
@@ -239,14 +242,42 @@ TEST_CASE("kv_append writes every token's K and V to its slot, and nothing for a
   std::iota(all.begin(), all.end(), 0);
   std::shuffle(all.begin(), all.end(), rng.engine());
   c.slot_mapping.assign(all.begin(), all.begin() + n);
-  c.slot_mapping[2] = kNoSlot;  // a padding token (core/hal/step_padding.h)
-  std::vector<float> ek = kp, ev = vp;
-  ref::kv_append({k.data(), v.data(), c.slot_mapping.data(), n, ek.data(), ev.data(), slots, {kv_heads, hd, bs}});
+  c.slot_mapping[(size_t)pad] = kNoSlot;
+  std::vector<std::byte> ek = c.inputs[3].bytes, ev = c.inputs[4].bytes;
+  ref::kv_append({k.data(), v.data(), c.slot_mapping.data(), n, ek.data(), ev.data(), t, slots, kvp});
   on_every_device(c, OpKind::kv_append, DType::f32, [&](const auto& out) {
     REQUIRE(out.size() == 2);
-    CHECK(from_bytes<float>(out[0]) == ek);
-    CHECK(from_bytes<float>(out[1]) == ev);
+    CHECK(out[0] == ek);
+    CHECK(out[1] == ev);
   });
+}
+
+TEST_CASE("kv_append writes every token's K and V to its slot, and nothing for a token of slot -1, on every device") {
+  Rng rng(105);
+  const int32_t kv_heads = 2, hd = 8, bs = 4, blocks = 6, n = 5;
+  const int64_t width = kv_heads * hd, slots = (int64_t)bs * blocks;
+  const auto k = rng.floats((size_t)(n * width)), v = rng.floats((size_t)(n * width));
+  const auto kp = rng.floats((size_t)(slots * width)), vp = rng.floats((size_t)(slots * width));
+  check_kv_append(rng, {kv_heads, hd, bs}, slots, n, k, v, kp, vp, DType::f32, /*pad=*/2);
+}
+
+TEST_CASE("kv_append rounds K and V to f16 and bf16 pools as the reference does, bit for bit, on every device") {
+  Rng rng(112);
+  // Rows of 2 KV heads of 9 and of 3 of 7 (an odd width), a block size of 5;
+  // a padding token writes nothing.
+  for (auto [kv_heads, hd] : {std::pair{2, 9}, std::pair{3, 7}})
+  for (DType t : {DType::f16, DType::bf16}) {
+    CAPTURE(name(t));
+    CAPTURE(kv_heads * hd);
+    const int32_t bs = 5, blocks = 4, n = 6;
+    const int64_t width = kv_heads * hd, slots = (int64_t)bs * blocks;
+    auto k = rng.floats((size_t)(n * width), -70000.0f, 70000.0f), v = rng.floats((size_t)(n * width));
+    // Values that round differently in each type: ties, subnormals, overflow, signed zero, infinity, NaN.
+    const float edge[] = {1.0f + 1.0f / 2048.0f, 1.0f + 3.0f / 2048.0f, 1e-6f, -3e-8f, 65520.0f, -0.0f, INFINITY, NAN, 1.00390625f};
+    for (size_t i = 0; i < std::size(edge); ++i) k[i * 2] = edge[i];
+    const auto kp0 = rng.floats((size_t)(slots * width)), vp0 = rng.floats((size_t)(slots * width));
+    check_kv_append(rng, {kv_heads, hd, bs}, slots, n, k, v, kp0, vp0, t, /*pad=*/3);
+  }
 }
 
 struct AttentionSeq {
@@ -259,6 +290,7 @@ struct AttentionScenario {
   int32_t max_blocks;           // block table row length
   int32_t spare_tokens = 0;     // bucket room beyond this step's tokens
   int32_t spare_seqs = 0;       // and sequences
+  DType kv = DType::f32;        // the pools' type
 };
 
 // Runs one paged attention step, K/V in shuffled blocks of a pool with
@@ -295,17 +327,19 @@ void check_attention(const AttentionScenario& sc, Rng& rng) {
   c.slot_mapping.assign((size_t)n, 0);
   const auto q = rng.floats((size_t)(n * q_width));
   const auto kp = rng.floats((size_t)(slots * width)), vp = rng.floats((size_t)(slots * width));
-  const TensorDesc pool = TensorDesc::contiguous(DType::f32, Shape{slots, width});
-  c.inputs = {weight_f32(Shape{n, q_width}, q), {OpInput::pool, pool, as_bytes(kp), StepField::none},
-              {OpInput::pool, pool, as_bytes(vp), StepField::none}, step(StepField::positions), step(StepField::query_start),
+  const TensorDesc pool = TensorDesc::contiguous(sc.kv, Shape{slots, width});
+  const std::vector<std::byte> kb = kv_pool_bytes(kp, sc.kv), vb = kv_pool_bytes(vp, sc.kv);
+  c.inputs = {weight_f32(Shape{n, q_width}, q), {OpInput::pool, pool, kb, StepField::none},
+              {OpInput::pool, pool, vb, StepField::none}, step(StepField::positions), step(StepField::query_start),
               step(StepField::seq_lens), step(StepField::block_tables)};
   std::vector<float> expect((size_t)(n * q_width));
   AttentionArgs a;
   a.q = q.data();
   a.out = expect.data();
   a.n_tokens = n;
-  a.k_pool = kp.data();
-  a.v_pool = vp.data();
+  a.k_pool = kb.data();
+  a.v_pool = vb.data();
+  a.kv_dtype = sc.kv;
   a.positions = c.positions.data();
   a.query_start = c.query_start.data();
   a.seq_lens = c.seq_lens.data();
@@ -314,7 +348,9 @@ void check_attention(const AttentionScenario& sc, Rng& rng) {
   a.max_blocks_per_seq = sc.max_blocks;
   a.p = p;
   ref::paged_attention(a);
-  // f32 scores, softmax and weighted sum against the f64 reference.
+  // f32 scores, softmax and weighted sum against the f64 reference, which
+  // reads the same rounded K/V: the bound is f32's whatever the pools' type.
+  CAPTURE(name(sc.kv));
   on_every_device(c, OpKind::paged_attention, DType::f32, [&](const auto& out) {
     const double err = rel_error(from_bytes<float>(out[0]), expect);
     CHECK_MESSAGE(err <= 1e-5, "relative error " << err);
@@ -347,6 +383,22 @@ TEST_CASE("paged attention of a mixed step (long decodes beside prefill chunks) 
   // Beyond the prefill kernel's head_dim the split path serves every token.
   check_attention({"mixed, head_dim 160", {{300, 1}, {45, 17}, {2, 2}}, AttentionParams{4, 2, 160, 16, 0.0f, true}, 20, 3, 1},
                   rng);
+}
+
+TEST_CASE("paged attention over f16 and bf16 pools matches the reference on the rounded K/V on every device") {
+  Rng rng(113);
+  for (DType t : {DType::f16, DType::bf16}) {
+    const AttentionParams gqa{8, 2, 32, 16, 0.0f, true};
+    AttentionParams windowed{6, 3, 63, 8, 0.0f, true};
+    windowed.window = 40;
+    AttentionScenario mixed{"mixed decodes and chunks, grouped-query", {{700, 1}, {40, 3}, {451, 1}, {90, 17}, {19, 1}}, gqa, 48, 9, 3};
+    AttentionScenario odd{"head_dim 63, blocks of 8, window 40", {{300, 1}, {45, 17}, {2, 2}}, windowed, 40};
+    AttentionScenario decode{"one long decode (the split path)", {{1000, 1}}, AttentionParams{4, 1, 64, 16, 0.0f, true}, 64};
+    for (AttentionScenario* sc : {&mixed, &odd, &decode}) {
+      sc->kv = t;
+      check_attention(*sc, rng);
+    }
+  }
 }
 
 TEST_CASE("gather_rows picks the asked rows on every device") {

@@ -8,6 +8,7 @@
 #include "core/hal/registry.h"
 #include "graph/builder.h"
 #include "graph/lower.h"
+#include "kernels/kv_element.h"
 
 namespace tessera::testing {
 
@@ -50,6 +51,12 @@ std::vector<DeviceUnderTest>& devices_under_test() {
   return devices;
 }
 
+std::vector<std::byte> kv_pool_bytes(const std::vector<float>& v, DType t) {
+  std::vector<std::byte> b(bytes_for(t, (int64_t)v.size()));
+  for (size_t i = 0; i < v.size(); ++i) kernels::store_kv(b.data(), t, (int64_t)i, v[i]);
+  return b;
+}
+
 std::string unsupported_reason(Device& device, OpKind op, DType weight_dtype) {
   const KernelChoice k = device.kernels().query({op, DType::f32, weight_dtype});
   return k.supported ? std::string() : k.reason.empty() ? "unsupported" : k.reason;
@@ -61,6 +68,11 @@ std::string unsupported_reason(Device& device, const OpCase& c, DType weight_dty
   // rope's third input (rope_kv_append's eighth) as a weight of one dimension: frequency factors.
   const size_t extra = c.op == OpKind::rope ? 2 : c.op == OpKind::rope_kv_append ? 7 : c.inputs.size();
   q.rope_freq_factors = extra < c.inputs.size() && c.inputs[extra].kind == OpInput::weight && c.inputs[extra].desc.shape.rank == 1;
+  for (const OpInput& in : c.inputs)
+    if (in.kind == OpInput::pool) {
+      q.kv_dtype = in.desc.dtype;
+      break;
+    }
   const KernelChoice k = device.kernels().query(q);
   return k.supported ? std::string() : k.reason.empty() ? "unsupported" : k.reason;
 }

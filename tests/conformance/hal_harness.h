@@ -71,6 +71,10 @@ std::string unsupported_reason(Device& device, OpKind op, DType weight_dtype);
 // RoPE freq_scale) and extra inputs (frequency factors) are asked about too.
 std::string unsupported_reason(Device& device, const OpCase& c, DType weight_dtype);
 
+// Values stored as a KV pool of type t (f32, f16 or bf16: rounded to nearest
+// even, as kv_append stores them; kernels/kv_element.h).
+std::vector<std::byte> kv_pool_bytes(const std::vector<float>& v, DType t);
+
 template <class T>
 std::vector<std::byte> as_bytes(const std::vector<T>& v) {
   std::vector<std::byte> b(v.size() * sizeof(T));

@@ -201,23 +201,35 @@ TEST_CASE("matmul kernel names say dtype, shape and ISA") {
   // q8 blocks with their sums (q4_1, q5_1): per 32 x elements a scale, 32 int8 and a sum.
   CHECK(cpu::matmul_workspace_bytes(DType::q5_1, 7, 64) >= 7 * 2 * (4 + 32 + 4));
   for_each_isa([&](cpu::Isa isa) {
-    const std::string sfx = isa == cpu::Isa::avx512_vnni ? "avx512vnni" : std::string(cpu::name(isa));
-    CHECK(cpu::matmul_kernel_name(DType::q8_0, 1) == "q8_0_gemv__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::q4_0, 7) == "q4_0_gemm__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::f16, 1) == "f16_gemv__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::f32, 1) == "f32_gemv__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::f32, 3) == "f32_gemm__" + sfx);
+    const std::string family = isa == cpu::Isa::avx512_vnni ? "avx512vnni" : std::string(cpu::name(isa));
+    // neon_dotprod has its own tiles for these types and leaves the others to
+    // portable's; the kernel name says which runs.
+    const auto sfx_of = [&](DType t) -> std::string {
+      if (isa != cpu::Isa::neon_dotprod) return family;
+      for (DType own : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K})
+        if (t == own) return family;
+      return "portable";
+    };
+    CHECK(cpu::matmul_kernel_name(DType::q8_0, 1) == "q8_0_gemv__" + sfx_of(DType::q8_0));
+    CHECK(cpu::matmul_kernel_name(DType::q4_0, 7) == "q4_0_gemm__" + sfx_of(DType::q4_0));
+    CHECK(cpu::matmul_kernel_name(DType::f16, 1) == "f16_gemv__" + sfx_of(DType::f16));
+    CHECK(cpu::matmul_kernel_name(DType::f32, 1) == "f32_gemv__" + sfx_of(DType::f32));
+    CHECK(cpu::matmul_kernel_name(DType::f32, 3) == "f32_gemm__" + sfx_of(DType::f32));
+#if defined(TESSERA_ONEDNN)
     CHECK(cpu::matmul_kernel_name(DType::f32, 64) == "f32_gemm__onednn");
-    CHECK(cpu::matmul_kernel_name(DType::q4_K, 1) == "q4_K_gemv__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::q5_K, 7) == "q5_K_gemm__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::q6_K, 1) == "q6_K_gemv__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::q3_K, 1) == "q3_K_gemv__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::q2_K, 5) == "q2_K_gemm__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::q4_1, 1) == "q4_1_gemv__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::q5_0, 7) == "q5_0_gemm__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::q5_1, 1) == "q5_1_gemv__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::iq4_nl, 3) == "iq4_nl_gemm__" + sfx);
-    CHECK(cpu::matmul_kernel_name(DType::iq4_xs, 1) == "iq4_xs_gemv__" + sfx);
+#else  // built without oneDNN: our tiles at every m
+    CHECK(cpu::matmul_kernel_name(DType::f32, 64) == "f32_gemm__" + sfx_of(DType::f32));
+#endif
+    CHECK(cpu::matmul_kernel_name(DType::q4_K, 1) == "q4_K_gemv__" + sfx_of(DType::q4_K));
+    CHECK(cpu::matmul_kernel_name(DType::q5_K, 7) == "q5_K_gemm__" + sfx_of(DType::q5_K));
+    CHECK(cpu::matmul_kernel_name(DType::q6_K, 1) == "q6_K_gemv__" + sfx_of(DType::q6_K));
+    CHECK(cpu::matmul_kernel_name(DType::q3_K, 1) == "q3_K_gemv__" + sfx_of(DType::q3_K));
+    CHECK(cpu::matmul_kernel_name(DType::q2_K, 5) == "q2_K_gemm__" + sfx_of(DType::q2_K));
+    CHECK(cpu::matmul_kernel_name(DType::q4_1, 1) == "q4_1_gemv__" + sfx_of(DType::q4_1));
+    CHECK(cpu::matmul_kernel_name(DType::q5_0, 7) == "q5_0_gemm__" + sfx_of(DType::q5_0));
+    CHECK(cpu::matmul_kernel_name(DType::q5_1, 1) == "q5_1_gemv__" + sfx_of(DType::q5_1));
+    CHECK(cpu::matmul_kernel_name(DType::iq4_nl, 3) == "iq4_nl_gemm__" + sfx_of(DType::iq4_nl));
+    CHECK(cpu::matmul_kernel_name(DType::iq4_xs, 1) == "iq4_xs_gemv__" + sfx_of(DType::iq4_xs));
     // Every quantized type has integer tiles: no kernel name says "dequant".
     for (int t = 0; t < kDTypeCount; ++t)
       for (int64_t m : {1, 7}) {

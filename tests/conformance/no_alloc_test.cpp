@@ -66,7 +66,7 @@ TEST_CASE("CPU attention, norm, rope, KV and element-wise kernels do not allocat
     KvCacheParams kp{p.n_kv_heads, p.head_dim, p.block_size};
     CHECK(allocations_of([&] {
             cpu::kv_append(
-                {kv.data(), kv.data(), slot_mapping.data(), n_tokens, k_pool.data(), v_pool.data(), slots, kp}, pool());
+                {kv.data(), kv.data(), slot_mapping.data(), n_tokens, k_pool.data(), v_pool.data(), DType::f32, slots, kp}, pool());
           }) == 0);
     CHECK(allocations_of([&] {
             cpu::rms_norm({a.data(), b.data(), c.data(), 4, 1024, RmsNormParams{}}, pool());

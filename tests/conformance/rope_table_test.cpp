@@ -88,7 +88,7 @@ TEST_CASE("rope_kv_append from the table equals rope_kv_append computed, to the 
         kp.assign((size_t)(slots * kvw), 0.0f);
         vp = kp;
         RopeKvAppendArgs a{q_out.data(), q_out.data(), k.data(), v.data(), k_rot.data(), pos.data(), slot.data(), n,
-                           kp.data(), vp.data(), slots, {rp, kvp}, t, t ? positions : 0};
+                           kp.data(), vp.data(), DType::f32, slots, {rp, kvp}, t, t ? positions : 0};
         cpu::rope_kv_append(a, pool());
       };
       std::vector<float> q0, kp0, vp0, q1, kp1, vp1;
@@ -99,7 +99,7 @@ TEST_CASE("rope_kv_append from the table equals rope_kv_append computed, to the 
       CHECK(vp1 == vp0);
       std::vector<float> ref_q((size_t)(n * qw)), rkp((size_t)(slots * kvw), 0.0f), rvp(rkp);
       RopeKvAppendArgs ra{q.data(), ref_q.data(), k.data(), v.data(), nullptr, pos.data(), slot.data(), n,
-                          rkp.data(), rvp.data(), slots, {rp, kvp}, table.data(), positions};
+                          rkp.data(), rvp.data(), DType::f32, slots, {rp, kvp}, table.data(), positions};
       ref::rope_kv_append(ra);
       CHECK(max_abs_diff(q1, ref_q) <= 1e-6);
       CHECK(max_abs_diff(kp1, rkp) <= 1e-6);

@@ -136,9 +136,10 @@ TEST_CASE("copy_blocks copies every listed block of every pool in one batch, in 
   Rng rng(704);
   on_every_stream_device([&](Device& d) {
     auto s = std::move(*d.create_stream());
-    // Four pools (two layers' K and V) of 23 blocks; block bytes differ per pool.
+    // Five pools of 23 blocks; block bytes differ per pool: 42 is an f16 or
+    // bf16 pool's block of 3 tokens x 7 values (the copy moves bytes of any KV type).
     const int32_t blocks = 23;
-    const std::vector<uint64_t> block_bytes = {256, 256, 96, 1040};
+    const std::vector<uint64_t> block_bytes = {256, 256, 96, 1040, 42};
     std::vector<std::unique_ptr<Buffer>> pools, host;
     std::vector<std::vector<std::byte>> expect, expect_host;
     for (uint64_t bb : block_bytes) {

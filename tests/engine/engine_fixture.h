@@ -14,6 +14,7 @@
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
 #include "engine/api/model_impl.h"
+#include "engine/kv/kv_type.h"
 #include "engine/serving/serving_engine.h"
 #include "support/reference_cases.h"
 
@@ -56,7 +57,10 @@ inline TestEngine open_test_engine(const EngineSetup& s) {
   (void)plugins_loaded;
   RunnerOptions ro = runner_options(mo);
   const TransformerConfig& c = t.model.weights->config;
-  ro.kv_cache_bytes = (uint64_t)s.kv_blocks * 2ull * (uint64_t)c.n_layers * (uint64_t)ro.block_size * (uint64_t)c.kv_dim() * sizeof(float);
+  // kv_blocks blocks in the pools' type (auto's: every backend these tests run reads f16 pools).
+  auto kv_dtype = resolve_kv_type(ro.kv_type, *t.model.weights);
+  REQUIRE(kv_dtype.has_value());
+  ro.kv_cache_bytes = (uint64_t)s.kv_blocks * 2ull * (uint64_t)c.n_layers * (uint64_t)ro.block_size * bytes_for(*kv_dtype, c.kv_dim());
   auto e = ServingEngine::create(t.model.weights, t.model.tokenizer.get(), ro, s.config);
   REQUIRE_MESSAGE(e.has_value(), e.status().message());
   t.engine = std::move(*e);

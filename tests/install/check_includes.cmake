@@ -5,7 +5,7 @@
 # system headers (<sys/socket.h>: the server's connection probe). Either reaching into core/,
 # engine/, graph/, backends/ or kernels/ fails, naming the file and line.
 file(GLOB_RECURSE public_headers ${SOURCE_DIR}/include/tessera/*.h)
-file(GLOB cli_sources ${SOURCE_DIR}/tools/tessera/*.cpp ${SOURCE_DIR}/tools/tessera/*.h)
+file(GLOB_RECURSE cli_sources ${SOURCE_DIR}/tools/tessera/*.cpp ${SOURCE_DIR}/tools/tessera/*.h)
 if(NOT public_headers OR NOT cli_sources)
   message(FATAL_ERROR "check_includes: no files under ${SOURCE_DIR}/include/tessera or tools/tessera")
 endif()

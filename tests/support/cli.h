@@ -51,7 +51,12 @@ inline std::string temp_dir() {
 inline CliResult run_tessera(const std::vector<std::string>& args) {
   static int counter = 0;
   const std::string base = temp_dir() + "/cli" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-  std::string cmd = shell_quote(TESSERA_BIN);
+  // TESSERA_TEST_EMULATOR: a command the CLI runs under, e.g. "qemu-aarch64 -L
+  // /usr/aarch64-linux-gnu" for a cross-built tree (tests/arm64/run_arm64.sh),
+  // where the host cannot exec the binary itself.
+  const char* emulator = std::getenv("TESSERA_TEST_EMULATOR");
+  std::string cmd = emulator != nullptr && *emulator != '\0' ? std::string(emulator) + " " : std::string();
+  cmd += shell_quote(TESSERA_BIN);
   for (const auto& a : args) {
     cmd += ' ';  // (`" " + shell_quote(a)` draws a false -Wrestrict from GCC 12 where this is inlined)
     cmd += shell_quote(a);

@@ -14,17 +14,20 @@ namespace tessera::cli {
 namespace {
 
 struct BenchFlags {
-  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto", op;
+  std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto", kv_type = "auto", op, roofline;
+  OpBenchOptions op_sizes;  // --op on the CPU: --m, --k, --n, --heads, ... (type and op set from the flags above)
   int32_t prompt_tokens = 128, gen_tokens = 32;
   int32_t concurrency = 0, prefix_tokens = 0, long_prompt_tokens = 0;
   EngineFlags engine;
-  bool json = false, matmul_layouts = false, batch_invariant = false;
+  bool json = false, matmul_layouts = false, batch_invariant = false, competing_load = false;
 } f;
 
 void log_line(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 
+BenchOptions model_options();  // the flags that choose the model and how it runs
+
 nlohmann::json to_json(const BenchReport& r) {
-  return {
+  nlohmann::json j = {
       {"device", r.device.name},
       {"backend", r.device.backend},
       {"kernel_isa", r.device.kernel_isa},
@@ -42,12 +45,17 @@ nlohmann::json to_json(const BenchReport& r) {
       {"host_gap_us", r.host_gap_us},
       {"host_gap_serial_us", r.host_gap_serial_us},
       {"bytes_per_token", r.bytes_per_token},
+      {"kv_type", r.kv_type},
       {"read_GBps", r.read_GBps()},
       {"roof", r.roof},
       {"read_GBps_before", r.read_GBps_before},
       {"read_GBps_after", r.read_GBps_after},
       {"bandwidth_buffer_bytes", r.bandwidth_bytes},
       {"mbu", r.mbu},
+      {"prefill_flops", r.prefill_flops},
+      {"mfu", r.mfu},
+      {"mfu_roof_dtype", r.mfu_roof_dtype},
+      {"compute_roof_gflops", r.compute_roof_GFLOPs},
       {"nodes_per_decode_step", r.nodes_per_decode_step},
       {"peak_activation_bytes", r.peak_activation_bytes},
       {"activation_lower_bound_bytes", r.activation_lower_bound_bytes},
@@ -55,6 +63,12 @@ nlohmann::json to_json(const BenchReport& r) {
       {"passes", f.passes},
       {"batch_invariant", f.batch_invariant},
   };
+  if (r.competitor_cpu >= 0) {
+    j["decode_tok_s_competing"] = r.decode_tok_s_competing;
+    j["competitor_share"] = r.competitor_share;
+    j["competitor_cpu"] = r.competitor_cpu;
+  }
+  return j;
 }
 
 // The measurement behind the CPU's preferred weight layouts (docs/performance.md).
@@ -92,6 +106,98 @@ int matmul_roofs_main() {
     std::printf("%-6s %-32s %5lld %6lld %6lld %9.1f %9.3f %8.1f %10.1f %6.1f%%\n", c.dtype.c_str(), c.kernel.c_str(),
                 (long long)c.m, (long long)c.n, (long long)c.k, c.weight_bytes / 1e6, c.median_ms, c.GBps, c.roof_GBps,
                 100 * c.share_of_roof);
+  return 0;
+}
+
+// --op OP on the CPU with sizes: one primitive against the roofs of the same run.
+int cpu_op_main(bool type_given) {
+  OpBenchOptions o = f.op_sizes;
+  // --kv-type is the model flag's; an operator bench of attention or kv_append reads it too ("auto": f32).
+  o.kv_type = f.kv_type == "auto" ? "f32" : f.kv_type;
+  o.op = f.op;
+  if (type_given) o.type = f.type;
+  auto report = time_cpu_op(o);
+  if (!report) return fail(report.status());
+  const OpBenchReport& r = *report;
+  if (f.json) {
+    std::printf("%s\n", nlohmann::json{{"op", r.op},
+                                       {"dtype", r.dtype},
+                                       {"kernel", r.kernel},
+                                       {"shape", r.shape},
+                                       {"threads", r.threads},
+                                       {"hot", r.hot},
+                                       {"copies", r.copies},
+                                       {"reps", r.reps},
+                                       {"flops", r.flops},
+                                       {"bytes", r.bytes},
+                                       {"time_us", r.time_us},
+                                       {"gflops", r.gflops},
+                                       {"gbps", r.gbps},
+                                       {"intensity", r.intensity},
+                                       {"read_roof_gbps", r.read_roof_gbps},
+                                       {"compute_roof_dtype", r.compute_roof_dtype},
+                                       {"compute_roof_kernel", r.compute_roof_kernel},
+                                       {"compute_roof_gflops", r.compute_roof_gflops},
+                                       {"read_roof_fraction", r.read_roof_fraction},
+                                       {"compute_roof_fraction", r.compute_roof_fraction},
+                                       {"f32_roof_gflops", r.f32_roof_gflops},
+                                       {"bf16_roof_gflops", r.bf16_roof_gflops},
+                                       {"int8_roof_gflops", r.int8_roof_gflops}}
+                                .dump()
+                                .c_str());
+    return 0;
+  }
+  std::printf("%s %s (%s), %s, %d threads, %s, median of %d calls\n", r.op.c_str(), r.shape.c_str(), r.dtype.c_str(),
+              r.kernel.c_str(), r.threads,
+              r.hot ? "one cache-resident copy (--hot)" : ("rotating over " + std::to_string(r.copies) + " copies > 4x LLC").c_str(),
+              r.reps);
+  std::printf("time            %10.2f us\n", r.time_us);
+  std::printf("compute         %10.2f GFLOP/s  %5.1f %% of the %s roof %.0f GFLOP/s (%s)\n", r.gflops,
+              100 * r.compute_roof_fraction, r.compute_roof_dtype.c_str(), r.compute_roof_gflops, r.compute_roof_kernel.c_str());
+  std::printf("memory          %10.2f GB/s     %5.1f %% of the read roof %.1f GB/s\n", r.gbps, 100 * r.read_roof_fraction,
+              r.read_roof_gbps);
+  std::printf("intensity       %10.3f FLOP/byte (%.3g FLOPs, %.3g bytes a call)\n", r.intensity, r.flops, r.bytes);
+  std::printf("roofs           read %.1f GB/s, f32 %.0f GFLOP/s, bf16 %s, int8 %.0f GOP/s\n", r.read_roof_gbps, r.f32_roof_gflops,
+              r.bf16_roof_gflops > 0 ? (std::to_string((long long)r.bf16_roof_gflops) + " GFLOP/s").c_str() : "none",
+              r.int8_roof_gflops);
+  return 0;
+}
+
+// --roofline FILE: every op kind of the model's steps on the machine's roofline.
+int roofline_main() {
+  auto report = run_roofline(model_options(), log_line);
+  if (!report) return fail(report.status());
+  const RooflineReport& r = *report;
+  std::FILE* out = std::fopen(f.roofline.c_str(), "wb");
+  if (!out) return fail(invalid_argument("--roofline: cannot write '" + f.roofline + "'"));
+  const bool written = std::fwrite(r.svg.data(), 1, r.svg.size(), out) == r.svg.size();
+  if (std::fclose(out) != 0 || !written) return fail(invalid_argument("--roofline: writing '" + f.roofline + "' failed"));
+  if (f.json) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const RooflineOpPoint& p : r.points)
+      points.push_back({{"phase", p.phase}, {"op", p.op}, {"calls", p.calls}, {"flops", p.flops}, {"bytes", p.bytes},
+                        {"time_us", p.time_us}, {"gflops", p.gflops}, {"gbps", p.gbps}, {"intensity", p.intensity},
+                        {"compute_dtype", p.compute_dtype}});
+    std::printf("%s\n", nlohmann::json{{"model", r.model}, {"svg", f.roofline}, {"threads", r.threads},
+                                       {"read_roof_gbps", r.read_roof_gbps}, {"f32_roof_gflops", r.f32_roof_gflops},
+                                       {"bf16_roof_gflops", r.bf16_roof_gflops}, {"int8_roof_gflops", r.int8_roof_gflops},
+                                       {"points", points}, {"not_timed", r.not_timed}}
+                                .dump()
+                                .c_str());
+    return 0;
+  }
+  std::printf("roofline of %s written to %s (read %.1f GB/s, f32 %.0f, bf16 %.0f, int8 %.0f GFLOP/s; %d threads)\n",
+              r.model.c_str(), f.roofline.c_str(), r.read_roof_gbps, r.f32_roof_gflops, r.bf16_roof_gflops, r.int8_roof_gflops,
+              r.threads);
+  std::printf("%-8s %-10s %6s %12s %10s %10s %12s\n", "phase", "op", "calls", "us/step", "GFLOP/s", "GB/s", "FLOP/byte");
+  for (const RooflineOpPoint& p : r.points)
+    std::printf("%-8s %-10s %6d %12.1f %10.2f %10.2f %12.3f\n", p.phase.c_str(), p.op.c_str(), p.calls, p.time_us, p.gflops, p.gbps,
+                p.intensity);
+  if (!r.not_timed.empty()) {
+    std::string names;
+    for (const auto& n : r.not_timed) names += (names.empty() ? "" : ", ") + n;
+    std::printf("not timed (no op bench row): %s\n", names.c_str());
+  }
   return 0;
 }
 
@@ -183,7 +289,9 @@ BenchOptions model_options() {
   o.tile = f.tile;
   o.place = f.place;
   o.weight_layout = f.weight_layout;
+  o.kv_type = f.kv_type;
   o.batch_invariant = f.batch_invariant;
+  o.competing_load = f.competing_load;
   return o;
 }
 
@@ -226,12 +334,24 @@ int serving_main() {
 
 CLI::App* serve_app = nullptr;
 
+CLI::App* bench_app = nullptr;
+
+bool given(const char* flag) { return bench_app->get_option(flag)->count() > 0; }
+
 int bench_main() {
   if (serve_app != nullptr && serve_app->parsed()) return bench_serve_main();
   if (f.matmul_layouts) return matmul_layouts_main();
-  if (!f.op.empty() && f.backend != "cpu") return device_ops_main();
-  if (f.op == "attention") return fail(invalid_argument("--op attention: times a GPU's attention (--backend cuda, rocm or vulkan)"));
-  if (f.op == "matmul") return matmul_roofs_main();
+  if (!f.roofline.empty()) return roofline_main();
+  if (!f.op.empty() && f.backend != "cpu") {
+    if (f.op != "matmul" && f.op != "attention")
+      return fail(invalid_argument("--op: '" + f.op + "' on --backend " + f.backend + "; expected matmul or attention"));
+    return device_ops_main();
+  }
+  // --op matmul alone keeps the table of every quantized type; any size or --type times one matmul.
+  bool sized = false;
+  for (const char* flag : {"--type", "--m", "--k", "--n", "--threads", "--hot"}) sized = sized || given(flag);
+  if (f.op == "matmul" && !sized) return matmul_roofs_main();
+  if (!f.op.empty()) return cpu_op_main(given("--type"));
   if (f.concurrency > 0 || f.prefix_tokens > 0 || f.long_prompt_tokens > 0) return serving_main();
   auto reports = run_bench(model_options(), log_line);
   if (!reports) return fail(reports.status());
@@ -256,9 +376,16 @@ int bench_main() {
     std::printf("bytes/token     %8.1f MB\n", r.bytes_per_token / 1e6);
     std::printf("read bandwidth  %8.2f GB/s before, %.2f GB/s after decoding (%llu MiB buffer; %s)\n", r.read_GBps_before,
                 r.read_GBps_after, (unsigned long long)(r.bandwidth_bytes >> 20), r.roof.c_str());
-    std::printf("MBU             %8.1f %%\n", 100 * r.mbu);
+    std::printf("MBU             %8.1f %%  (decode)\n", 100 * r.mbu);
+    if (!r.mfu_roof_dtype.empty())
+      std::printf("MFU             %8.1f %%  (prefill: %.2f GFLOP a prompt against the %s roof, %.0f GFLOP/s)\n", 100 * r.mfu,
+                  r.prefill_flops / 1e9, r.mfu_roof_dtype.c_str(), r.compute_roof_GFLOPs);
     std::printf("nodes/step      %8zu   activations %.2f MB planned, %.2f MB lower bound\n", r.nodes_per_decode_step,
                 r.peak_activation_bytes / 1e6, r.activation_lower_bound_bytes / 1e6);
+    if (r.competitor_cpu >= 0)
+      std::printf("competing load  %8.2f tok/s decoding beside a busy process on CPU %d (%.2fx alone); it kept %.0f %% of its rate\n",
+                  r.decode_tok_s_competing, r.competitor_cpu, r.decode_tok_s > 0 ? r.decode_tok_s_competing / r.decode_tok_s : 0.0,
+                  100 * r.competitor_share);
   }
   return 0;
 }
@@ -267,15 +394,17 @@ int bench_main() {
 
 Subcommand add_bench(CLI::App& app) {
   CLI::App* s = app.add_subcommand("bench", "measure prefill/decode speed against the machine's bandwidth");
+  bench_app = s;
   s->add_option("-m,--model", f.model, "model file (default: the synthetic bench model, see docs/performance.md)");
   s->add_option("--backend", f.backend, "backend to measure");
-  s->add_option("--type", f.type, "synthetic model weight type: q8_0 (default), q4_0, f16, f32");
+  s->add_option("--type", f.type, "synthetic model weight type: q8_0 (default), q4_0, f16, f32; --op matmul, embedding: the weights' dtype, any the CPU has (default q4_K)");
   s->add_option("--prompt-tokens", f.prompt_tokens, "prompt length for prefill");
   s->add_option("--gen-tokens", f.gen_tokens, "tokens to decode");
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... (docs/ir.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  add_kv_type_flag(*s, f.kv_type);
   s->add_option("--concurrency", f.concurrency,
                 "instead: N requests at once through the serving engine; aggregate decode tok/s, TTFT, TPOT (docs/performance.md)")
       ->check(CLI::Range(1, 4096));
@@ -287,15 +416,30 @@ Subcommand add_bench(CLI::App& app) {
   f.engine.add(*s, false);
   s->add_flag("--batch-invariant", f.batch_invariant,
               "measure with the batch-invariant kernels (docs/backends.md, \"Batch invariance\")");
+  s->add_flag("--competing-load", f.competing_load,
+              "also decode beside a busy process pinned to one core: tok/s, and how much of its core it kept");
   s->add_flag("--json", f.json, "print one JSON object");
   s->add_flag("--matmul-layouts", f.matmul_layouts,
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");
   s->add_option("--op", f.op,
-                 "instead: time one op's kernels against the roof of the same run; matmul: GEMV m=1, n=4096, "
-                 "k=14336 for every quantized weight type against the read roof (CPU), or GEMVs against the device's "
-                 "copy bandwidth and prefill GEMMs (--backend cuda, rocm, vulkan); attention: prefills of 1 K and "
-                 "8 K tokens (not the CPU) (docs/performance.md)")
-      ->check(CLI::IsMember({"matmul", "attention"}));
+                 "instead: time one op against the roofs of the same run. CPU: matmul, attention, rms_norm, add, silu_mul, "
+                 "softmax, argmax, rope, kv_append, gather_rows, embedding, sized by the flags below (--op matmul alone: the decode "
+                 "GEMV of every quantized type, 4096 x 14336); --backend cuda, rocm, vulkan: matmul or attention "
+                 "(docs/performance.md)");
+  OpBenchOptions& o = f.op_sizes;
+  s->add_option("--m", o.m, "--op matmul: weight rows (outputs); embedding: table rows (default 4096)");
+  s->add_option("--k", o.k, "--op matmul: inputs, a multiple of the type's block; row ops, embedding: row width (default 4096)");
+  s->add_option("--n", o.n, "--op: tokens (x rows) of matmul, rope, kv_append, embedding; rows of the row ops (default 1)");
+  s->add_option("--heads", o.heads, "--op attention, rope: query heads (default 32)");
+  s->add_option("--kv-heads", o.kv_heads, "--op attention, kv_append: KV heads (default 8)");
+  s->add_option("--head-dim", o.head_dim, "--op attention, rope, kv_append: head size (default 128)");
+  s->add_option("--ctx", o.ctx, "--op attention: the sequence's KV positions; kv_append: the pool's (default 4096)");
+  s->add_option("--q-len", o.q_len, "--op attention: query tokens at the end of the context (default 1)");
+  s->add_option("--threads", o.threads, "--op: threads (default: the CPU backend's)");
+  s->add_flag("--hot", o.hot, "--op: time one cache-resident copy of the inputs instead of rotating over copies larger than the LLC");
+  s->add_option("--roofline", f.roofline,
+                "instead: draw every op kind of the model's decode and prefill steps on the CPU's roofline into this SVG "
+                "file (-m MODEL or the synthetic bench model; --prompt-tokens)");
   serve_app = add_bench_serve(*s);
   return {s, bench_main};
 }

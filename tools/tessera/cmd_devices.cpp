@@ -37,8 +37,10 @@ int devices_main() {
       if (d.roofs.source == RoofSource::unknown)
         std::printf("    roofs: not measured here (tessera bench measures read bandwidth)\n");
       else
-        std::printf("    roofs (%s): read %.1f GB/s, f32 %.0f GFLOP/s, int8 %.0f GOP/s\n", to_string(d.roofs.source),
-                    d.roofs.read_GBps, d.roofs.f32_GFLOPs, d.roofs.int8_GOPs);
+        std::printf("    roofs (%s): read %.1f GB/s, f32 %.0f GFLOP/s, bf16 %s, int8 %.0f GOP/s\n", to_string(d.roofs.source),
+                    d.roofs.read_GBps, d.roofs.f32_GFLOPs,
+                    d.roofs.bf16_GFLOPs > 0 ? (std::to_string((long long)d.roofs.bf16_GFLOPs) + " GFLOP/s").c_str() : "none",
+                    d.roofs.int8_GOPs);
     }
   }
   for (const auto& e : backend_load_errors()) std::printf("plugin not loaded: %s\n", e.c_str());

@@ -6,13 +6,14 @@
 #include <tessera/ir.h>
 
 #include "tools/tessera/cli_common.h"
+#include "tools/tessera/engine_flags.h"
 
 namespace tessera::cli {
 
 namespace {
 
 struct IrFlags {
-  std::string model, passes, tile, place, weight_layout = "auto", print_after, target = "cpu", parse_file;
+  std::string model, passes, tile, place, weight_layout = "auto", kv_type = "auto", print_after, target = "cpu", parse_file;
   bool print_after_all = false, time_passes = false, list_passes = false, strict = false, batch_invariant = false;
   int32_t ctx = 0, block_size = 16, memory_plan_rows = 0;
 } f;
@@ -33,6 +34,7 @@ int ir_main() {
   o.tile = f.tile;
   o.place = f.place;
   o.weight_layout = f.weight_layout;
+  o.kv_type = f.kv_type;
   o.strict = f.strict;
   o.batch_invariant = f.batch_invariant;
   o.ctx = f.ctx;
@@ -70,6 +72,7 @@ Subcommand add_ir(CLI::App& app) {
   s->add_flag("--strict", f.strict, "placement refuses a node the target cannot run instead of putting it on the CPU");
   s->add_flag("--batch-invariant", f.batch_invariant, "the tiling pass marks matmul and attention nodes tile{batch_invariant=1} (docs/backends.md)");
   s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  add_kv_type_flag(*s, f.kv_type);
   s->add_option("--memory-plan", f.memory_plan_rows, "after the graph, print its arena plan at this many rows (T = R)");
   s->add_option("--ctx", f.ctx, "context length the KV pools and folded RoPE tables are sized for (default: the model's, at most 4096)");
   s->add_option("--block-size", f.block_size, "KV block size in tokens");

@@ -4,6 +4,12 @@
 
 namespace tessera::cli {
 
+void add_kv_type_flag(CLI::App& s, std::string& kv_type) {
+  s.add_option("--kv-type", kv_type,
+               "KV cache element type: f32, f16 or bf16 (default auto: f32 for a model whose matrices are all f32, else f16)")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
+}
+
 void ModelFlags::add(CLI::App& s) {
   s.add_option("--backend", backend, "backend: cpu, or a plugin's name");
   s.add_option("--device", device, "device index within the backend");
@@ -13,6 +19,7 @@ void ModelFlags::add(CLI::App& s) {
   s.add_option("--place", place,
                "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, DEVICE an id like cpu or vulkan:1 (docs/ir.md)");
   s.add_option("--weight-layout", weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  add_kv_type_flag(s, kv_type);
   s.add_flag("--strict", strict, "refuse to run nodes the backend lacks on the CPU instead");
   s.add_flag("--batch-invariant", batch_invariant,
              "kernels whose results for a sequence do not depend on what shares its steps (docs/backends.md, \"Batch invariance\")");
@@ -30,6 +37,7 @@ ModelOptions ModelFlags::options(const std::string& model, const std::string& to
   mo.tile = tile;
   mo.place = place;
   mo.weight_layout = weight_layout;
+  mo.kv_type = kv_type;
   mo.batch_invariant = batch_invariant;
   return mo;
 }

@@ -13,8 +13,11 @@ class App;
 
 namespace tessera::cli {
 
+// --kv-type, for the commands that open a model without ModelFlags (bench, ir).
+void add_kv_type_flag(CLI::App& app, std::string& kv_type);
+
 struct ModelFlags {
-  std::string backend = "cpu", passes = "default", tile, place, weight_layout = "auto";
+  std::string backend = "cpu", passes = "default", tile, place, weight_layout = "auto", kv_type = "auto";
   int device = 0;
   int32_t ctx = 0;
   bool strict = false;

@@ -1,4 +1,4 @@
-#include "engine/bench/bandwidth.h"
+#include "core/read_bandwidth.h"
 
 #include <algorithm>
 #include <atomic>
@@ -112,6 +112,8 @@ uint64_t parse_cache_size(const std::string& s) {
 
 }  // namespace
 
+uint64_t read_probe_bytes(uint64_t llc) { return std::max<uint64_t>(4 * llc, uint64_t{64} << 20); }
+
 uint64_t last_level_cache_bytes() {
   uint64_t largest = 0;
   for (int i = 0; i < 16; ++i) {
@@ -186,6 +188,7 @@ BandwidthResult measure_read_bandwidth(ParallelFor& pf, uint64_t bytes, int reps
   result.bytes = bytes;
   result.reps = reps;
   result.read_GBps = median > 0 ? (double)bytes / median / 1e9 : 0.0;
+  result.best_GBps = seconds[0] > 0 ? (double)bytes / seconds[0] / 1e9 : 0.0;
   return result;
 }
 
