@@ -10,6 +10,7 @@ std::string_view name(WeightLayout l) {
   switch (l) {
     case WeightLayout::rows: return "rows";
     case WeightLayout::rows_x4: return "rows_x4";
+    case WeightLayout::rows_x16: return "rows_x16";
   }
   return "?";
 }
@@ -17,6 +18,7 @@ std::string_view name(WeightLayout l) {
 std::optional<WeightLayout> weight_layout_from_name(std::string_view n) {
   if (n == "rows") return WeightLayout::rows;
   if (n == "rows_x4") return WeightLayout::rows_x4;
+  if (n == "rows_x16") return WeightLayout::rows_x16;
   return std::nullopt;
 }
 
@@ -34,36 +36,96 @@ Status check_weight_layout(WeightLayout layout, DType dtype, const Shape& shape,
 
 namespace {
 
-// Copies every block between the two orders; to_x4 picks the direction.
-Expected<std::vector<std::byte>> reorder(DType dtype, int64_t rows, int64_t cols, std::span<const std::byte> bytes,
-                                         bool to_x4) {
-  TS_TRY(check_weight_layout(WeightLayout::rows_x4, dtype, Shape{rows, cols}, "repack_rows_x4"));
-  const int64_t bb = traits(dtype).block_bytes, nb = cols / traits(dtype).block_elems, row_bytes = nb * bb;
-  if ((int64_t)bytes.size() != rows * row_bytes)
-    return invalid_argument("repack_rows_x4: " + std::to_string(bytes.size()) + " bytes; a " + std::string(name(dtype)) +
-                            "[" + std::to_string(rows) + ", " + std::to_string(cols) + "] weight has " +
-                            std::to_string(rows * row_bytes));
-  std::vector<std::byte> out(bytes.size());
-  for (int64_t g0 = 0; g0 < rows; g0 += kRowsX4Group) {
-    const int64_t width = std::min<int64_t>(kRowsX4Group, rows - g0);
-    const int64_t base = g0 * row_bytes;
-    for (int64_t r = 0; r < width; ++r)
-      for (int64_t b = 0; b < nb; ++b) {
-        const int64_t standard = base + r * row_bytes + b * bb, x4 = base + (b * width + r) * bb;
-        std::memcpy(out.data() + (to_x4 ? x4 : standard), bytes.data() + (to_x4 ? standard : x4), (size_t)bb);
-      }
+// Where row r's block b lies in a layout, as byte offsets of its pieces: the
+// scale (2 bytes) and each code dword (the rest of the block, 4 bytes each).
+// Every layout here splits a block into these pieces and nothing smaller.
+struct PieceOffsets {
+  int64_t row_bytes, block_bytes;
+  int64_t rows;
+  WeightLayout layout;
+
+  int64_t group_of(int64_t r) const {
+    const int64_t g = layout == WeightLayout::rows_x4 ? kRowsX4Group : kRowsX16Group;
+    return r / g * g;
   }
-  return out;
-}
+  int64_t width(int64_t g0) const {
+    return std::min<int64_t>(layout == WeightLayout::rows_x4 ? kRowsX4Group : kRowsX16Group, rows - g0);
+  }
+  // Offset of piece p of row r's block b: p = 0 the scale, p = 1 + j code dword j.
+  int64_t piece(int64_t r, int64_t b, int64_t p) const {
+    const int64_t in_block = p == 0 ? 0 : 2 + 4 * (p - 1);
+    switch (layout) {
+      case WeightLayout::rows: return r * row_bytes + b * block_bytes + in_block;
+      case WeightLayout::rows_x4: {
+        const int64_t g0 = group_of(r);
+        return g0 * row_bytes + (b * width(g0) + (r - g0)) * block_bytes + in_block;
+      }
+      case WeightLayout::rows_x16: {
+        const int64_t g0 = group_of(r), w = width(g0), base = g0 * row_bytes + b * w * block_bytes;
+        return p == 0 ? base + 2 * (r - g0) : base + 2 * w + 4 * ((p - 1) * w + (r - g0));
+      }
+    }
+    return 0;
+  }
+};
 
 }  // namespace
 
+void read_rows(WeightLayout layout, DType dtype, int64_t rows, int64_t cols, const std::byte* bytes, int64_t r0,
+               int64_t nr, std::byte* dst) {
+  const int64_t bb = traits(dtype).block_bytes, nb = cols / traits(dtype).block_elems, row_bytes = nb * bb;
+  if (layout == WeightLayout::rows) {
+    std::memcpy(dst, bytes + r0 * row_bytes, (size_t)(nr * row_bytes));
+    return;
+  }
+  const int64_t pieces = 1 + (bb - 2) / 4;
+  const PieceOffsets src{row_bytes, bb, rows, layout};
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t p = 0; p < pieces; ++p)
+        std::memcpy(dst + r * row_bytes + b * bb + (p == 0 ? 0 : 2 + 4 * (p - 1)), bytes + src.piece(r0 + r, b, p),
+                    p == 0 ? 2 : 4);
+}
+
+Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,
+                                          std::span<const std::byte> bytes) {
+  const std::string what = "repack to " + std::string(name(to));
+  const WeightLayout checked = to != WeightLayout::rows ? to : from;
+  TS_TRY(check_weight_layout(checked, dtype, Shape{rows, cols}, what));
+  const int64_t bb = traits(dtype).block_bytes, nb = cols / traits(dtype).block_elems, row_bytes = nb * bb;
+  if ((int64_t)bytes.size() != rows * row_bytes)
+    return invalid_argument(what + ": " + std::to_string(bytes.size()) + " bytes; a " + std::string(name(dtype)) + "[" +
+                            std::to_string(rows) + ", " + std::to_string(cols) + "] weight has " +
+                            std::to_string(rows * row_bytes));
+  std::vector<std::byte> out(bytes.size());
+  if (from == to) {
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+  }
+  // q8_0 and q4_0 blocks are a 2-byte scale and whole code dwords.
+  const int64_t pieces = 1 + (bb - 2) / 4;
+  const PieceOffsets src{row_bytes, bb, rows, from}, dst{row_bytes, bb, rows, to};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t p = 0; p < pieces; ++p)
+        std::memcpy(out.data() + dst.piece(r, b, p), bytes.data() + src.piece(r, b, p), p == 0 ? 2 : 4);
+  return out;
+}
+
 Expected<std::vector<std::byte>> repack_rows_x4(DType dtype, int64_t rows, int64_t cols, std::span<const std::byte> bytes) {
-  return reorder(dtype, rows, cols, bytes, true);
+  return relayout(WeightLayout::rows, WeightLayout::rows_x4, dtype, rows, cols, bytes);
 }
 
 Expected<std::vector<std::byte>> unpack_rows_x4(DType dtype, int64_t rows, int64_t cols, std::span<const std::byte> bytes) {
-  return reorder(dtype, rows, cols, bytes, false);
+  return relayout(WeightLayout::rows_x4, WeightLayout::rows, dtype, rows, cols, bytes);
+}
+
+Expected<std::vector<std::byte>> repack_rows_x16(DType dtype, int64_t rows, int64_t cols, std::span<const std::byte> bytes) {
+  return relayout(WeightLayout::rows, WeightLayout::rows_x16, dtype, rows, cols, bytes);
+}
+
+Expected<std::vector<std::byte>> unpack_rows_x16(DType dtype, int64_t rows, int64_t cols, std::span<const std::byte> bytes) {
+  return relayout(WeightLayout::rows_x16, WeightLayout::rows, dtype, rows, cols, bytes);
 }
 
 }  // namespace tessera

@@ -28,8 +28,19 @@ enum class WeightLayout : uint8_t {
   // padding): group g of width w = min(4, n - 4g) starts at row 4g's
   // standard offset, and row 4g + r's block b sits at (b * w + r) blocks past it.
   rows_x4,
+  // Rows in groups of 16 with each block split: for each block column b,
+  // the group's 16 f16 scales, then the code bytes dword by dword, dword j
+  // of all 16 rows together (row r's qs[4j..4j+3] at 4 * (16j + r)). A
+  // 512-bit load of dword j is then one vector whose lane r is row r, which
+  // is what the AVX-512 VNNI kernels dot (docs/backends.md, "q8_0 and q4_0
+  // on int8 panels"). A last group of n % 16 rows is split the same way
+  // over its own width w (no padding): group g starts at row 16g's standard
+  // offset, block b's piece at b * w blocks past it, scales first (2w
+  // bytes), then w dwords per code dword (q8_0 has 8, q4_0 4).
+  rows_x16,
 };
 inline constexpr int kRowsX4Group = 4;
+inline constexpr int kRowsX16Group = 16;
 
 std::string_view name(WeightLayout l);
 std::optional<WeightLayout> weight_layout_from_name(std::string_view name);
@@ -39,9 +50,20 @@ std::optional<WeightLayout> weight_layout_from_name(std::string_view name);
 Status check_weight_layout(WeightLayout layout, DType dtype, const Shape& shape, std::string_view what);
 
 // The bytes of a [rows, cols] weight of `dtype` in the standard layout,
-// reordered into rows_x4 (or back, from_rows_x4). `bytes` must be exactly
+// reordered into rows_x4 (or back, unpack_rows_x4). `bytes` must be exactly
 // the weight's size.
 Expected<std::vector<std::byte>> repack_rows_x4(DType dtype, int64_t rows, int64_t cols, std::span<const std::byte> bytes);
 Expected<std::vector<std::byte>> unpack_rows_x4(DType dtype, int64_t rows, int64_t cols, std::span<const std::byte> bytes);
+// The same for rows_x16.
+Expected<std::vector<std::byte>> repack_rows_x16(DType dtype, int64_t rows, int64_t cols, std::span<const std::byte> bytes);
+Expected<std::vector<std::byte>> unpack_rows_x16(DType dtype, int64_t rows, int64_t cols, std::span<const std::byte> bytes);
+// Rows [r0, r0 + nr) of a [rows, cols] weight held in `layout`, written to
+// dst in the standard layout (nr rows). For kernels that read a layout
+// they have no tiles for (slowly, but with the same blocks).
+void read_rows(WeightLayout layout, DType dtype, int64_t rows, int64_t cols, const std::byte* bytes, int64_t r0,
+               int64_t nr, std::byte* dst);
+// Any layout to another (rows included), for the loader and tools.
+Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,
+                                          std::span<const std::byte> bytes);
 
 }  // namespace tessera

@@ -411,7 +411,7 @@ Expected<Graph> parse(std::string_view text, const std::string& source) {
       if (auto it = attrs.find("layout"); it != attrs.end()) {
         auto layout = weight_layout_from_name(it->second);
         if (v.kind != ValueKind::weight) return l.error("layout= only on a weight, not on '" + head + "'");
-        if (!layout) return l.error("layout=rows or layout=rows_x4 on a weight, got layout=" + it->second);
+        if (!layout) return l.error("layout=rows, layout=rows_x4 or layout=rows_x16 on a weight, got layout=" + it->second);
         v.layout = *layout;
         attrs.erase(it);
       }

@@ -107,7 +107,7 @@ Status run_pipeline(Graph& g, const std::vector<const PassInfo*>& passes, const 
 Expected<std::optional<WeightLayout>> parse_weight_layout_override(const std::string& spec, const std::string& flag) {
   if (spec.empty() || spec == "auto") return std::optional<WeightLayout>{};
   auto l = weight_layout_from_name(spec);
-  if (!l) return invalid_argument(flag + ": '" + spec + "'; expected auto, rows or rows_x4");
+  if (!l) return invalid_argument(flag + ": '" + spec + "'; expected auto, rows, rows_x4 or rows_x16");
   return std::optional<WeightLayout>{*l};
 }
 

@@ -85,7 +85,7 @@ Expected<std::vector<PlacementOverride>> parse_placement_overrides(const std::st
 
 // "matmul.chunk_bytes=32768,*.tile_m=32"; an error names the flag, the item and the allowed values.
 Expected<std::vector<TileOverride>> parse_tile_overrides(const std::string& spec, const std::string& flag = "--tile");
-// "auto" or empty: none (the target's preference); "rows" or "rows_x4".
+// "auto" or empty: none (the target's preference); "rows", "rows_x4" or "rows_x16".
 Expected<std::optional<WeightLayout>> parse_weight_layout_override(const std::string& spec,
                                                                    const std::string& flag = "--weight-layout");
 

@@ -52,16 +52,19 @@ bool is_matmul(OpKind op) {
 }
 }  // namespace
 
-// Measured (`tessera bench --matmul-layouts`, docs/performance.md): on the
-// 2-core AVX-512 VNNI host, rows_x4 was not faster than the standard layout
-// for q8_0 or q4_0, GEMV or GEMM, at llama-7B shapes (ratios within the
-// host's noise, both ways), so the standard layout stays preferred
-// everywhere. The kernels read both; --weight-layout rows_x4 asks for x4.
-WeightLayout CpuKernelTable::preferred_weight_layout(const LayoutQuery&) const { return WeightLayout::rows; }
+// q8_0 and q4_0 on the AVX-512 VNNI family run on 16-row panels whose
+// lanes are weight rows (kernels/cpu/block32_panel_gemm__avx512vnni.cpp):
+// rows_x16 is their form, read in place; other layouts are gathered to it
+// per k-slice, which costs most at decode. rows_x4 was measured no faster
+// than rows for the 4x4 tiles (`tessera bench --matmul-layouts`,
+// docs/performance.md), so other families keep rows.
+WeightLayout CpuKernelTable::preferred_weight_layout(const LayoutQuery& q) const {
+  return is_matmul(q.op) ? kernels::cpu::matmul_preferred_layout(q.weight_dtype) : WeightLayout::rows;
+}
 
 bool CpuKernelTable::reads_weight_layout(const LayoutQuery& q, WeightLayout l) const {
   if (l == WeightLayout::rows) return true;
-  return l == WeightLayout::rows_x4 && is_matmul(q.op) && (q.weight_dtype == DType::q8_0 || q.weight_dtype == DType::q4_0);
+  return is_matmul(q.op) && (q.weight_dtype == DType::q8_0 || q.weight_dtype == DType::q4_0);
 }
 
 }  // namespace tessera::cpu

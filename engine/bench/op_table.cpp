@@ -81,6 +81,9 @@ kernels::MatmulArgs matmul_args(const OpShape& s, OpTensors t, void* ws) {
   a.w_dtype = s.dtype;
   a.y = f32(t, 2);
   a.m = s.n, a.n = s.m, a.k = s.k;
+  // The layout a model's weights get on this CPU (the bytes are random, so
+  // any order of them is a valid weight of that layout).
+  a.w_layout = kc::matmul_preferred_layout(s.dtype);
   a.workspace = ws;
   return a;
 }

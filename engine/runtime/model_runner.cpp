@@ -224,8 +224,8 @@ Status ModelRunner::place_and_bind() {
             bytes.insert(bytes.end(), t->data.begin(), t->data.end());
           }
           if (bytes.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
-          if (v.layout == WeightLayout::rows_x4) {
-            TS_ASSIGN_OR_RETURN(bytes, repack_rows_x4(v.desc.dtype, v.desc.shape[0], v.desc.shape[1], bytes));
+          if (v.layout != WeightLayout::rows) {
+            TS_ASSIGN_OR_RETURN(bytes, relayout(WeightLayout::rows, v.layout, v.desc.dtype, v.desc.shape[0], v.desc.shape[1], bytes));
           }
           it->second = std::move(bytes);
         }

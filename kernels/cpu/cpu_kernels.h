@@ -37,6 +37,10 @@ bool matmul_supports(DType w_dtype);  // f32, f16, bf16, q8_0, q4_0, q4_K
 // q8_0/q4_0 quantize the m activation rows to q8 blocks here (a layout
 // private to kernels/cpu); the other dtypes need none (0 bytes).
 size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k);
+// The weight layout the active ISA family's matmul reads fastest for this
+// type (every family reads every layout, some slowly: rows_x16 without
+// panel kernels gathers each tile back to rows).
+WeightLayout matmul_preferred_layout(DType w_dtype);
 // Upper bounds over the paged_attention calls one workspace serves.
 struct AttentionWorkspaceBounds {
   int64_t n_tokens = 1;     // query tokens in a call

@@ -99,10 +99,13 @@ inline void block_rows(const QWeightRows& w, BlockRow<Block> (&rows)[NR]) {
 }
 }  // namespace
 
-// Up to 16 weight rows for a panel kernel: row r's block b at row[r] +
-// b * block_stride[r], for r < nr (either weight layout: in rows_x4 a short
-// last group's rows have a stride of their own).
+// Up to 16 weight rows (nr) for a panel kernel: a rows_x16 group read in
+// place at `packed` (core/weight_layout.h; its width is nr), or, with
+// packed null, row r's block b at row[r] + b * block_stride[r] (the
+// standard and rows_x4 layouts: in rows_x4 a short last group's rows have
+// a stride of their own), which the kernel gathers to that form first.
 struct QPanelRows {
+  const std::byte* packed = nullptr;
   const std::byte* row[16] = {};
   int64_t block_stride[16] = {};
   int nr = 0;

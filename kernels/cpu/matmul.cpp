@@ -30,6 +30,9 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
+
+#include "core/weight_layout.h"
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/ew_program.h"
@@ -99,9 +102,19 @@ void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& i
   const auto* w = static_cast<const std::byte*>(a.w);
   // Tiles start at multiples of kNR = kRowsX4Group rows, so a tile is one x4 group.
   static_assert(kNR == kRowsX4Group);
+  // rows_x16 splits blocks, which these tiles do not read: a tile's rows
+  // are gathered back to the standard layout first (a family without
+  // panel kernels is only handed rows_x16 when asked to run it).
+  const bool x16 = a.w_layout == WeightLayout::rows_x16;
+  thread_local std::vector<std::byte> gathered;
   blocked(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
-    const detail::QWeightRows rows = x4 ? detail::QWeightRows{w + n0 * row_bytes, block_bytes, nr * block_bytes}
-                                        : detail::QWeightRows{w + n0 * row_bytes, row_bytes, block_bytes};
+    if (x16) {
+      gathered.resize((size_t)(nr * row_bytes));
+      read_rows(WeightLayout::rows_x16, a.w_dtype, a.n, a.k, w, n0, nr, gathered.data());
+    }
+    const detail::QWeightRows rows = x16  ? detail::QWeightRows{gathered.data(), row_bytes, block_bytes}
+                                     : x4 ? detail::QWeightRows{w + n0 * row_bytes, block_bytes, nr * block_bytes}
+                                          : detail::QWeightRows{w + n0 * row_bytes, row_bytes, block_bytes};
     tile_fn(qx + m0 * xs, xs, mr, rows, nr, a.k, a.y + m0 * a.n + n0, a.n);
   });
 }
@@ -129,8 +142,9 @@ void panel_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKern
   });
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const int64_t block_bytes = traits(a.w_dtype).block_bytes;
-  const bool x4 = a.w_layout == WeightLayout::rows_x4;
+  const bool x4 = a.w_layout == WeightLayout::rows_x4, x16 = a.w_layout == WeightLayout::rows_x16;
   const auto* w = static_cast<const std::byte*>(a.w);
+  static_assert(kPanelRows == kRowsX16Group);
   const int64_t groups = (a.n + kPanelRows - 1) / kPanelRows;
   const int64_t chunk_bytes = a.tile.chunk_bytes > 0 ? a.tile.chunk_bytes : kChunkBytes;
   const int64_t x_tiles = (a.m + kMR - 1) / kMR;
@@ -146,6 +160,10 @@ void panel_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKern
         detail::QPanelRows& q = rows[g - gc];
         const int64_t n0 = g * kPanelRows;
         q.nr = (int)(std::min(a.n, n0 + kPanelRows) - n0);
+        if (x16) {  // a group of width nr starts at its first row's standard offset
+          q.packed = w + n0 * row_bytes;
+          continue;
+        }
         for (int r = 0; r < q.nr; ++r) {
           const int64_t row = n0 + r, group0 = row / kRowsX4Group * kRowsX4Group;
           // rows_x4 (core/weight_layout.h): slot row - group0 of a group of width min(4, n - group0).
@@ -250,6 +268,10 @@ size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k) {
   if (qx_panel(isa, w_dtype) != nullptr || qx_tile(isa, w_dtype) != nullptr) return (size_t)(m * detail::qx_row_bytes(k));
   if (q8_K_tile(isa, w_dtype) != nullptr) return (size_t)(m * detail::q8_K_row_bytes(k));
   return 0;
+}
+
+WeightLayout matmul_preferred_layout(DType w_dtype) {
+  return qx_panel(detail::active_kernels(), w_dtype) != nullptr ? WeightLayout::rows_x16 : WeightLayout::rows;
 }
 
 std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant) {

@@ -1,6 +1,8 @@
-// The quantized matmuls on the rows_x4 weight layout (core/weight_layout.h)
-// against the reference on the standard layout, on every runnable ISA, at
-// m = 1, 3, 17, 64 and n not a multiple of 4 (the last group narrower).
+// The quantized matmuls on the rows_x4 and rows_x16 weight layouts
+// (core/weight_layout.h) against the reference on the standard layout, on
+// every runnable ISA (families without panel kernels gather rows_x16 back),
+// at m = 1, 3, 17, 64 and n not a multiple of 4 or 16 (the last group
+// narrower), k to two of the panel kernels' k-slices.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -17,7 +19,8 @@ struct Case {
 };
 
 const std::vector<Case> kCases = {{1, 1, 32},   {1, 6, 64},    {1, 33, 96},   {1, 260, 1024}, {3, 5, 64},   {3, 17, 160},
-                                  {17, 2, 32},  {17, 45, 256}, {17, 64, 96},  {64, 3, 64},    {64, 70, 128}, {64, 129, 512}};
+                                  {17, 2, 32},  {17, 45, 256}, {17, 64, 96},  {64, 3, 64},    {64, 70, 128}, {64, 129, 512},
+                                  {2, 16, 4160}, {7, 47, 4160}, {61, 33, 4160}};
 
 std::vector<float> reference(DType t, const std::vector<float>& x, const std::vector<std::byte>& w, const Case& c) {
   std::vector<float> y((size_t)(c.m * c.n));
@@ -71,18 +74,18 @@ double scaled_error(DType t, const std::vector<float>& y, const std::vector<floa
   return worst;
 }
 
-void check_layout(DType t, uint64_t salt) {
+void check_layout(DType t, WeightLayout layout, uint64_t salt) {
   Rng rng(salt);
   for (const Case& c : kCases) {
     INFO(std::string(name(t)) << " m=" << c.m << " n=" << c.n << " k=" << c.k);
     const std::vector<std::byte> w = random_weights(t, c.n, c.k, rng);
-    const std::vector<std::byte> w_x4 = repack_rows_x4(t, c.n, c.k, w).value();
+    const std::vector<std::byte> w_x = relayout(WeightLayout::rows, layout, t, c.n, c.k, w).value();
     const std::vector<float> x = rng.floats((size_t)(c.m * c.k)), x_exact = q8_exact_x(c.m, c.k, rng);
     const std::vector<float> want = reference(t, x, w, c), want_exact = reference(t, x_exact, w, c);
     for_each_isa([&](cpu::Isa) {
-      const std::vector<float> y = cpu_matmul(t, WeightLayout::rows_x4, x, w_x4, c);
+      const std::vector<float> y = cpu_matmul(t, layout, x, w_x, c);
       if (c.m * c.n >= 32) CHECK(rel_error(y, want) <= 1e-2);
-      CHECK(scaled_error(t, cpu_matmul(t, WeightLayout::rows_x4, x_exact, w_x4, c), want_exact, x_exact, w, c) <= 1e-5);
+      CHECK(scaled_error(t, cpu_matmul(t, layout, x_exact, w_x, c), want_exact, x_exact, w, c) <= 1e-5);
       // Same integer dots in the same float order as the standard layout.
       const std::vector<float> y_rows = cpu_matmul(t, WeightLayout::rows, x, w, c);
       CHECK(std::memcmp(y.data(), y_rows.data(), y.size() * sizeof(float)) == 0);
@@ -91,20 +94,29 @@ void check_layout(DType t, uint64_t salt) {
 }
 
 TEST_CASE("q8_0 matmul on rows_x4 weights matches reference, m=1,3,17,64, n not a multiple of 4, on every ISA") {
-  check_layout(DType::q8_0, 301);
+  check_layout(DType::q8_0, WeightLayout::rows_x4, 301);
 }
 
 TEST_CASE("q4_0 matmul on rows_x4 weights matches reference, m=1,3,17,64, n not a multiple of 4, on every ISA") {
-  check_layout(DType::q4_0, 302);
+  check_layout(DType::q4_0, WeightLayout::rows_x4, 302);
 }
 
-TEST_CASE("fused matmul ops read rows_x4 weights: matmul_qkv and matmul_silu_mul match reference on every ISA") {
+TEST_CASE("q8_0 matmul on rows_x16 weights matches reference, m=1..64, n not a multiple of 16, two k-slices, on every ISA") {
+  check_layout(DType::q8_0, WeightLayout::rows_x16, 304);
+}
+
+TEST_CASE("q4_0 matmul on rows_x16 weights matches reference, m=1..64, n not a multiple of 16, two k-slices, on every ISA") {
+  check_layout(DType::q4_0, WeightLayout::rows_x16, 305);
+}
+
+TEST_CASE("fused matmul ops read rows_x4 and rows_x16 weights: matmul_qkv and matmul_silu_mul match reference on every ISA") {
   Rng rng(303);
+  for (WeightLayout layout : {WeightLayout::rows_x4, WeightLayout::rows_x16})
   for (DType t : {DType::q8_0, DType::q4_0}) {
-    const int64_t m = 5, k = 128, q_rows = 24, kv_rows = 7, n = q_rows + 2 * kv_rows;  // 38 rows: a group of 2 at the end
-    INFO(std::string(name(t)));
+    const int64_t m = 5, k = 128, q_rows = 24, kv_rows = 7, n = q_rows + 2 * kv_rows;  // 38 rows: a short last group
+    INFO(std::string(name(t)) << " " << name(layout));
     const std::vector<std::byte> w = random_weights(t, n, k, rng);
-    const std::vector<std::byte> w_x4 = repack_rows_x4(t, n, k, w).value();
+    const std::vector<std::byte> w_x4 = relayout(WeightLayout::rows, layout, t, n, k, w).value();
     const std::vector<float> x = q8_exact_x(m, k, rng);
     std::vector<float> ref_y((size_t)(m * n)), rq((size_t)(m * q_rows)), rk((size_t)(m * kv_rows)), rv((size_t)(m * kv_rows));
     ref::matmul_qkv({{x.data(), w.data(), t, ref_y.data(), m, n, k, nullptr}, rq.data(), rk.data(), rv.data(), q_rows, kv_rows});
@@ -115,7 +127,7 @@ TEST_CASE("fused matmul ops read rows_x4 weights: matmul_qkv and matmul_silu_mul
       AlignedBuffer ws(cpu::matmul_workspace_bytes(t, m, k));
       std::vector<float> y((size_t)(m * n)), q((size_t)(m * q_rows)), kk((size_t)(m * kv_rows)), v((size_t)(m * kv_rows));
       MatmulArgs mm{x.data(), w_x4.data(), t, y.data(), m, n, k, ws.data()};
-      mm.w_layout = WeightLayout::rows_x4;
+      mm.w_layout = layout;
       cpu::matmul_qkv({mm, q.data(), kk.data(), v.data(), q_rows, kv_rows}, pool());
       CHECK(rel_error(q, rq) <= 1e-5);
       CHECK(rel_error(kk, rk) <= 1e-5);

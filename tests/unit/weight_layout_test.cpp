@@ -1,5 +1,5 @@
-// repack_rows_x4 (core/weight_layout.h): block positions on a small known
-// case, the round trip on random bytes, and its refusals.
+// repack_rows_x4 and repack_rows_x16 (core/weight_layout.h): piece positions
+// on small known cases, round trips on random bytes, and the refusals.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -58,9 +58,65 @@ TEST_CASE("unpack_rows_x4 undoes repack_rows_x4 on random bytes, q8_0 and q4_0, 
 TEST_CASE("repack_rows_x4 refuses other dtypes, partial blocks and a wrong byte count with one line") {
   std::vector<std::byte> w(bytes_for(DType::f32, 4 * 32));
   CHECK(repack_rows_x4(DType::f32, 4, 32, w).status().message() ==
-        "repack_rows_x4: layout=rows_x4 holds q8_0 or q4_0 weights, got f32");
+        "repack to rows_x4: layout=rows_x4 holds q8_0 or q4_0 weights, got f32");
   CHECK(repack_rows_x4(DType::q8_0, 4, 40, w).status().message() ==
-        "repack_rows_x4: layout=rows_x4 holds a 2-D weight of whole blocks per row, got shape [4, 40]");
+        "repack to rows_x4: layout=rows_x4 holds a 2-D weight of whole blocks per row, got shape [4, 40]");
   CHECK(repack_rows_x4(DType::q8_0, 4, 32, w).status().message() ==
-        "repack_rows_x4: 512 bytes; a q8_0[4, 32] weight has 136");
+        "repack to rows_x4: 512 bytes; a q8_0[4, 32] weight has 136");
+}
+
+TEST_CASE("rows_x16 puts 16 rows' scales, then each code dword of the 16 rows, per block, and a last group of n % 16 over its width") {
+  // Row r's block b: scale bytes (r, b, 0xff), code dword j every byte (r, b, j), as one byte r * 16 + b ^ j * 64.
+  const int64_t rows = 19, nb = 2, bb = sizeof(BlockQ8_0);
+  auto tag = [](int64_t r, int64_t b, int64_t piece) { return (int)((r * 4 + b + piece * 97) & 0xff); };
+  std::vector<std::byte> w((size_t)(rows * nb * bb));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < nb; ++b) {
+      std::byte* blk = w.data() + (r * nb + b) * bb;
+      blk[0] = blk[1] = (std::byte)tag(r, b, 0);
+      for (int64_t j = 0; j < 8; ++j)
+        for (int64_t i = 0; i < 4; ++i) blk[2 + 4 * j + i] = (std::byte)tag(r, b, 1 + j);
+    }
+  const auto x16 = repack_rows_x16(DType::q8_0, rows, nb * 32, w);
+  REQUIRE_MESSAGE(x16.has_value(), x16.status().message());
+  // Expected bytes, written out from the layout's description.
+  std::vector<int> want;
+  for (int64_t g0 : {0, 16}) {
+    const int64_t width = std::min<int64_t>(16, rows - g0);
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int64_t r = g0; r < g0 + width; ++r) want.insert(want.end(), 2, tag(r, b, 0));
+      for (int64_t j = 0; j < 8; ++j)
+        for (int64_t r = g0; r < g0 + width; ++r) want.insert(want.end(), 4, tag(r, b, 1 + j));
+    }
+  }
+  REQUIRE(want.size() == x16->size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK((int)(*x16)[i] == want[i]);
+  }
+}
+
+TEST_CASE("unpack_rows_x16 undoes repack_rows_x16 on random bytes, q8_0 and q4_0, n from 1 to 40, and relayout goes x4 to x16") {
+  testing::Rng rng(402);
+  for (DType t : {DType::q8_0, DType::q4_0})
+    for (int64_t n = 1; n <= 40; ++n) {
+      const int64_t k = 32 * rng.integer(1, 5);
+      std::vector<std::byte> w(bytes_for(t, n * k));
+      for (auto& b : w) b = (std::byte)rng.integer(0, 255);
+      const auto x16 = repack_rows_x16(t, n, k, w);
+      REQUIRE(x16.has_value());
+      CHECK(x16->size() == w.size());
+      if (n >= 2) CHECK(*x16 != w);  // two rows: some piece moved
+      CHECK(unpack_rows_x16(t, n, k, *x16).value() == w);
+      const auto x4 = repack_rows_x4(t, n, k, w).value();
+      CHECK(relayout(WeightLayout::rows_x4, WeightLayout::rows_x16, t, n, k, x4).value() == *x16);
+    }
+}
+
+TEST_CASE("repack_rows_x16 refuses other dtypes and a wrong byte count with one line") {
+  std::vector<std::byte> w(bytes_for(DType::f32, 4 * 32));
+  CHECK(repack_rows_x16(DType::q4_K, 4, 256, w).status().message() ==
+        "repack to rows_x16: layout=rows_x16 holds q8_0 or q4_0 weights, got q4_K");
+  CHECK(repack_rows_x16(DType::q4_0, 4, 32, w).status().message() ==
+        "repack to rows_x16: 512 bytes; a q4_0[4, 32] weight has 72");
 }

@@ -403,7 +403,7 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... (docs/ir.md)");
-  s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows, rows_x4 or rows_x16 (docs/ir.md)");
   add_kv_type_flag(*s, f.kv_type);
   s->add_option("--concurrency", f.concurrency,
                 "instead: N requests at once through the serving engine; aggregate decode tok/s, TTFT, TPOT (docs/performance.md)")

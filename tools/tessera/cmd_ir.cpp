@@ -71,7 +71,7 @@ Subcommand add_ir(CLI::App& app) {
   s->add_option("--place", f.place, "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, e.g. paged_attention=cpu");
   s->add_flag("--strict", f.strict, "placement refuses a node the target cannot run instead of putting it on the CPU");
   s->add_flag("--batch-invariant", f.batch_invariant, "the tiling pass marks matmul and attention nodes tile{batch_invariant=1} (docs/backends.md)");
-  s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  s->add_option("--weight-layout", f.weight_layout, "matmul weights' block order: auto (the target's preference), rows, rows_x4 or rows_x16 (docs/ir.md)");
   add_kv_type_flag(*s, f.kv_type);
   s->add_option("--memory-plan", f.memory_plan_rows, "after the graph, print its arena plan at this many rows (T = R)");
   s->add_option("--ctx", f.ctx, "context length the KV pools and folded RoPE tables are sized for (default: the model's, at most 4096)");

@@ -18,7 +18,7 @@ void ModelFlags::add(CLI::App& s) {
   s.add_option("--tile", tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
   s.add_option("--place", place,
                "pin nodes to a device: PATTERN=DEVICE,... PATTERN an op name or label glob, DEVICE an id like cpu or vulkan:1 (docs/ir.md)");
-  s.add_option("--weight-layout", weight_layout, "matmul weights' block order: auto (the target's preference), rows or rows_x4 (docs/ir.md)");
+  s.add_option("--weight-layout", weight_layout, "matmul weights' block order: auto (the target's preference), rows, rows_x4 or rows_x16 (docs/ir.md)");
   add_kv_type_flag(s, kv_type);
   s.add_flag("--strict", strict, "refuse to run nodes the backend lacks on the CPU instead");
   s.add_flag("--batch-invariant", batch_invariant,
