@@ -46,7 +46,7 @@ constexpr int kMR = 4;                      // x rows per tile, at most
 constexpr int64_t kL2Block = 128 * 1024;    // weight bytes kept hot across x tiles
 constexpr int64_t kChunkBytes = 64 * 1024;  // least weight bytes (per x-row tile) per parallel chunk
 constexpr int64_t kOneDnnMinRows = 64;      // measured crossover on Zen 4, 2 threads
-constexpr int64_t kKPanelMinRows = 8;       // K-quant panels from here (measured crossover on Zen 4)
+constexpr int64_t kKPanelMinRows = 12;      // K-quant panels from here (measured crossover on Zen 4, docs/performance.md)
 constexpr int64_t kKPanelCallRows = 128;    // weight rows a K-quant panel call (8 panels of 16)
 
 // The epilogue over y[r0:r1, c0:c1], if there is one.

@@ -92,18 +92,18 @@ TEST_CASE("q2_K, q3_K, q4_K, q5_K and q6_K matmul match reference within activat
     check_shapes(t, kSuperBlockShapes, 106 + (uint64_t)t);
 }
 
-// Where the avx512_vnni K-quant panels change course: the tiles below 8 x
+// Where the avx512_vnni K-quant panels change course: the tiles below 12 x
 // rows, passes of 6 x rows and blocks of 120, weight groups of 16 rows (a
 // short last one) taken in pairs (an odd last one alone) and calls of 128
 // rows, k-slices of 8 super-blocks (k = 2304: a slice of one after).
-const std::vector<Shape> kKPanelShapes = {{7, 33, 256},   {8, 17, 512},    {13, 45, 2304}, {16, 129, 768},
-                                          {121, 19, 256}, {30, 150, 2304}, {9, 16, 4352}};
-TEST_CASE("q4_K, q5_K and q6_K matmul match reference at the panel kernels' edges (m 7..121, n 16..150, k to 4352) on every ISA") {
+const std::vector<Shape> kKPanelShapes = {{11, 33, 256},  {12, 17, 512},   {13, 45, 2304}, {16, 129, 768},
+                                          {121, 19, 256}, {30, 150, 2304}, {17, 16, 4352}};
+TEST_CASE("q4_K, q5_K and q6_K matmul match reference at the panel kernels' edges (m 11..121, n 16..150, k to 4352) on every ISA") {
   for (DType t : {DType::q4_K, DType::q5_K, DType::q6_K}) check_shapes(t, kKPanelShapes, 150 + (uint64_t)t);
 }
 
-// The tiles (below 8 x rows: one row four weight rows a step, or up to 4
-// rows a pass) and the panels (8 and more) must agree to the bit, across
+// The tiles (below 12 x rows: one row four weight rows a step, or up to 4
+// rows a pass) and the panels (12 and more) must agree to the bit, across
 // k-slices and a short last group of weight rows (batch_invariance_test.cpp
 // has the general case at k = 512).
 TEST_CASE("q4_K, q5_K and q6_K: a row computed alone or among 3 has the bits it has among 21 rows, k = 4352 (three k-slices), n = 37, on every ISA") {
