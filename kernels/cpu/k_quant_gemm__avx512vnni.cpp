@@ -164,11 +164,19 @@ struct K4 : Q8KRows {
       else msum[i] = _mm512_zextsi256_si512(_mm256_madd_epi16(load256(xr[i][b].bsums), mins));
     }
     // Each row's whole super-block sums, exact, then its float steps.
-    alignas(16) float s[4], m[4];
-    _mm_store_ps(s, _mm_cvtepi32_ps(lane_sums4(isum[0], isum[1], isum[2], isum[3])));
-    _mm_store_ps(m, _mm_cvtepi32_ps(lane_sums4(msum[0], msum[1], msum[2], msum[3])));
-    const float d = _cvtsh_ss(blk.d), dmin = _cvtsh_ss(blk.dmin);
-    for (int i = 0; i < MR; ++i) acc[i] = k4_accumulate(acc[i], s[i], m[i], d * xr[i][b].d, dmin * xr[i][b].d);
+    // The MR rows' float steps in one vector, lane i row i.
+    const __m128 s = _mm_cvtepi32_ps(lane_sums4(isum[0], isum[1], isum[2], isum[3]));
+    const __m128 m = _mm_cvtepi32_ps(lane_sums4(msum[0], msum[1], msum[2], msum[3]));
+    const __m128 xd = _mm_setr_ps(xr[0][b].d, MR > 1 ? xr[MR > 1 ? 1 : 0][b].d : 0.0f, MR > 2 ? xr[MR > 2 ? 2 : 0][b].d : 0.0f,
+                                  MR > 3 ? xr[MR > 3 ? 3 : 0][b].d : 0.0f);
+    const __m128 a = _mm_setr_ps(acc[0], MR > 1 ? acc[MR > 1 ? 1 : 0] : 0.0f, MR > 2 ? acc[MR > 2 ? 2 : 0] : 0.0f,
+                                 MR > 3 ? acc[MR > 3 ? 3 : 0] : 0.0f);
+    const __m128 r = k4_accumulate(a, s, m, _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(blk.d)), xd),
+                                   _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(blk.dmin)), xd));
+    acc[0] = _mm_cvtss_f32(r);
+    if constexpr (MR > 1) acc[MR > 1 ? 1 : 0] = _mm_cvtss_f32(_mm_shuffle_ps(r, r, 1));
+    if constexpr (MR > 2) acc[MR > 2 ? 2 : 0] = _mm_cvtss_f32(_mm_shuffle_ps(r, r, 2));
+    if constexpr (MR > 3) acc[MR > 3 ? 3 : 0] = _mm_cvtss_f32(_mm_shuffle_ps(r, r, 3));
   }
   // Each x row's integer sum against one weight super-block, its sub-block
   // scales (sm: k4_scales_mins_lanes in every 128-bit lane) applied, the
