@@ -97,22 +97,6 @@ inline K4Codes k4_codes(const BlockQ5_K& blk, int h, __m512i low4) {
 // scale bytes.
 inline __m128i k4_head(const void* blk) { return _mm_loadu_si128(static_cast<const __m128i*>(blk)); }
 
-// q4_K/q5_K's 12 packed bytes as 8 six-bit scales (bytes 0-7) and 8 mins
-// (8-15), k4_scales_mins in vector registers, for a row's k4_head in each
-// 128-bit lane of q (the packed bytes at 4-15): j < 4 is the low 6 bits of
-// bytes j and j + 4; j >= 4 is a nibble of byte j + 4 with the top 2 bits
-// of byte j - 4 (scales) or j (mins) above it.
-inline __m512i k4_scales_mins_lanes(__m512i q) {
-  auto each = [](__m128i v) { return _mm512_broadcast_i32x4(v); };
-  const __m512i a = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)));
-  const __m512i top = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11)));
-  const __m512i low = _mm512_and_si512(a, each(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
-  const __m512i high_nibbles =
-      _mm512_and_si512(_mm512_srli_epi16(a, 4), each(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
-  return _mm512_or_si512(_mm512_or_si512(low, high_nibbles),
-                         _mm512_and_si512(_mm512_srli_epi16(top, 2), _mm512_set1_epi8(0x30)));
-}
-
 // vpshufb controls spreading scale s(v, L) over 128-bit lane L of vector v
 // as i16, from a register holding a row's 8 scales in every lane: as i16
 // (i16 source), or as bytes, zero-extended by the control's 0x80 in every

@@ -86,6 +86,24 @@ inline void transpose_16x16(const __m512i (&in)[16], uint8_t (*out)[64]) {
   }
 }
 
+// row[r] (16 bytes of row r) to out[t] (lane r = row[r]'s dword t).
+inline void transpose_16x4(const __m128i (&row)[16], __m512i (&out)[4]) {
+  __m512i z[4];  // rows 4q..4q+3, one a 128-bit lane
+  for (int q = 0; q < 4; ++q) {
+    z[q] = _mm512_castsi128_si512(row[4 * q]);
+    z[q] = _mm512_inserti32x4(z[q], row[4 * q + 1], 1);
+    z[q] = _mm512_inserti32x4(z[q], row[4 * q + 2], 2);
+    z[q] = _mm512_inserti32x4(z[q], row[4 * q + 3], 3);
+  }
+  // Lane i (mod 8) takes dword t of lane i % 4 of the first (i % 8 < 4) or second source.
+  const __m512i base = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+  for (int t = 0; t < 4; ++t) {
+    const __m512i idx = _mm512_add_epi32(base, _mm512_set1_epi32(t));
+    out[t] = _mm512_mask_blend_epi32((__mmask16)0xff00, _mm512_permutex2var_epi32(z[0], idx, z[1]),
+                                     _mm512_permutex2var_epi32(z[2], idx, z[3]));
+  }
+}
+
 // Row r of a group (nr rows; the empty slots repeat the last row, their lanes never stored).
 template <typename Block>
 inline const Block& block_of(const std::byte* w, int64_t row_bytes, int nr, int r, int64_t b) {
@@ -129,15 +147,31 @@ struct K4Format {
         transpose_16x16(lo, p.codes[b] + 32 * h);
         transpose_16x16(hi, p.codes[b] + 32 * h + 16);
       }
-      for (int r = 0; r < kPanelRows; ++r) {
-        const Block& blk = block_of<Block>(w, row_bytes, nr, r, b0 + b);
-        uint32_t u[4];
-        k4_scales_mins(blk.scales, u);
-        for (int g = 0; g < 8; ++g) p.scale[b][g][r] = k4_byte(u, kGroupSub[g]);
-        for (int t = 0; t < 4; ++t) p.mins[b][t][r] = (int32_t)k4_byte(u, 8 + 2 * t) | (int32_t)k4_byte(u, 9 + 2 * t) << 16;
-        p.d[b][r] = _cvtsh_ss(blk.d);
-        p.dmin[b][r] = _cvtsh_ss(blk.dmin);
+      // The 16 rows' heads (d, dmin, 12 packed bytes), unpacked as the tiles
+      // do (k4_scales_mins_lanes: 8 scales, 8 mins a row), to a row a lane.
+      __m128i head[16], sm[16];
+      for (int r = 0; r < kPanelRows; ++r)
+        head[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&block_of<Block>(w, row_bytes, nr, r, b0 + b)));
+      for (int q = 0; q < 4; ++q) {
+        __m512i four = _mm512_castsi128_si512(head[4 * q]);
+        for (int l = 1; l < 4; ++l) four = _mm512_inserti32x4(four, head[4 * q + l], l);
+        const __m512i u = k4_scales_mins_lanes(four);
+        for (int l = 0; l < 4; ++l) sm[4 * q + l] = _mm512_extracti32x4_epi32(u, l);
       }
+      __m512i hd[4], v[4];  // hd[0]: d | dmin << 16; v[0], v[1]: scales 0-3, 4-7; v[2], v[3]: mins
+      transpose_16x4(head, hd);
+      transpose_16x4(sm, v);
+      for (int g = 0; g < 8; ++g) {
+        const int j = kGroupSub[g];
+        _mm512_store_si512(p.scale[b][g], _mm512_and_si512(_mm512_srli_epi32(v[j / 4], 8 * (j % 4)), _mm512_set1_epi32(0xff)));
+      }
+      for (int t = 0; t < 4; ++t) {  // mins 2t, 2t + 1 (bytes 2(t % 2), 2(t % 2) + 1 of v[2 + t / 2]) as two i16
+        const int c = 2 * (t % 2);
+        const __m512i ctl = _mm512_broadcast_i32x4(_mm_setr_epi8(c, -1, c + 1, -1, c + 4, -1, c + 5, -1, c + 8, -1, c + 9, -1, c + 12, -1, c + 13, -1));
+        _mm512_store_si512(p.mins[b][t], _mm512_shuffle_epi8(v[2 + t / 2], ctl));
+      }
+      _mm512_store_ps(p.d[b], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(hd[0])));
+      _mm512_store_ps(p.dmin[b], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(hd[0], 16))));
     }
   }
   template <int MR, int NP>
@@ -206,11 +240,19 @@ struct Q6KFormat {
         transpose_16x16(qa, p.codes[b] + 32 * h);
         transpose_16x16(qb, p.codes[b] + 32 * h + 16);
       }
+      // The 16 rows' i8 scales to a row a lane, widened; d by scalar loads.
+      __m128i sc[16];
+      alignas(32) uint16_t d16[kPanelRows];
       for (int r = 0; r < kPanelRows; ++r) {
         const Block& blk = block_of<Block>(w, row_bytes, nr, r, b0 + b);
-        for (int s = 0; s < 16; ++s) p.scale[b][s][r] = blk.scales[s];
-        p.d[b][r] = _cvtsh_ss(blk.d);
+        sc[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales));
+        d16[r] = blk.d;
       }
+      __m512i v[4];  // v[t]: scales 4t..4t+3
+      transpose_16x4(sc, v);
+      for (int s = 0; s < 16; ++s)
+        _mm512_store_si512(p.scale[b][s], _mm512_srai_epi32(_mm512_slli_epi32(v[s / 4], 24 - 8 * (s % 4)), 24));
+      _mm512_store_ps(p.d[b], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16))));
     }
   }
   template <int MR, int NP>

@@ -1,8 +1,9 @@
 #pragma once
-// Private to kernels/cpu's avx512_vnni q4_K, q5_K and q6_K kernels: the
-// float steps every output takes per weight super-block, written once so
-// that the tiles (k_quant_gemm__avx512vnni.cpp) and the panels
-// (k_quant_panel_gemm__avx512vnni.cpp) give the same bits. A super-block
+// Private to kernels/cpu's avx512_vnni q4_K, q5_K and q6_K kernels: what
+// the tiles (k_quant_gemm__avx512vnni.cpp) and the panels
+// (k_quant_panel_gemm__avx512vnni.cpp) share, above all the float steps
+// every output takes per weight super-block, written once so that both
+// give the same bits. A super-block
 // enters as exact integer sums (i32: s = sum over sub-blocks of the dot
 // times the sub-block scale, m = sum of mins times x's sums; q6_K's s
 // includes its -32), converted to f32 (round to nearest), and then
@@ -35,6 +36,22 @@ inline __m128 k4_accumulate(__m128 acc, __m128 s, __m128 m, __m128 d_xd, __m128 
 }
 inline __m512 k4_accumulate(__m512 acc, __m512 s, __m512 m, __m512 d_xd, __m512 dmin_xd) {
   return _mm512_fnmadd_ps(m, dmin_xd, _mm512_fmadd_ps(s, d_xd, acc));
+}
+
+// q4_K/q5_K's 12 packed bytes as 8 six-bit scales (bytes 0-7) and 8 mins
+// (8-15), k4_scales_mins in vector registers, for a row's k4_head in each
+// 128-bit lane of q (the packed bytes at 4-15): j < 4 is the low 6 bits of
+// bytes j and j + 4; j >= 4 is a nibble of byte j + 4 with the top 2 bits
+// of byte j - 4 (scales) or j (mins) above it.
+inline __m512i k4_scales_mins_lanes(__m512i q) {
+  auto each = [](__m128i v) { return _mm512_broadcast_i32x4(v); };
+  const __m512i a = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)));
+  const __m512i top = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11)));
+  const __m512i low = _mm512_and_si512(a, each(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
+  const __m512i high_nibbles =
+      _mm512_and_si512(_mm512_srli_epi16(a, 4), each(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+  return _mm512_or_si512(_mm512_or_si512(low, high_nibbles),
+                         _mm512_and_si512(_mm512_srli_epi16(top, 2), _mm512_set1_epi8(0x30)));
 }
 
 inline float q6_accumulate(float acc, float s, float d_xd) { return std::fma(s, d_xd, acc); }
