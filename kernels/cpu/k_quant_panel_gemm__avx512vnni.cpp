@@ -9,8 +9,8 @@
 // (q4_K/q5_K x is stored with each 128's middle 64 swapped,
 // q8_K_activations.h, so the panel is too; q6_K's is element order), and
 // the per-row numbers widened to a lane each: the sub-block scales as i32,
-// q4_K/q5_K's mins as two i16 (for vpdpwssd against x's sums of 16), d and
-// dmin as f32. The x rows then pass over two panels at a time, kMaxMR rows
+// q4_K/q5_K's mins two a lane as i16 (mins 2t and 2t + 1, for vpdpwssd
+// against x's sums of 32), d and dmin as f32. The x rows then pass over two panels at a time, kMaxMR rows
 // a pass, one super-block at a time (its two panels' 8 KiB stay in L1 while
 // a block of kBlockRows x rows passes): per sub-block, vpdpbusd of a panel
 // vector with an x dword broadcast gives lane r its part of row r's
