@@ -104,6 +104,9 @@ using QuantizeRowFn = void (*)(DType w_dtype, const float* x, int64_t k, std::by
 // Quantized: x rows are qx rows (stride x_stride bytes), w rows are blocks.
 using QTileFn = void (*)(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k, float* y,
                          int64_t ldy);
+// Plain: x rows are f32 (stride ldx floats), w rows are f32/f16/bf16.
+using FTileFn = void (*)(const float* x, int64_t ldx, int mr, const std::byte* w, int64_t w_stride, int nr, int64_t k,
+                         float* y, int64_t ldy);
 // y[i * ldy + r] = dot(x row i, w row r) for every i < m, r < n: x rows as
 // q8_K blocks (as for the q8_K tiles), w rows in their GGUF layout (row r at
 // w + r * w_row_bytes). For prefill: groups of 16 weight rows are unpacked
@@ -112,9 +115,6 @@ using QTileFn = void (*)(const std::byte* x, int64_t x_stride, int mr, const QWe
 // so its bits are the tile's whatever m (k_quant_panel_gemm__avx512vnni.cpp).
 using KPanelFn = void (*)(const std::byte* x, int64_t x_stride, int64_t m, const std::byte* w, int64_t w_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy);
-// Plain: x rows are f32 (stride ldx floats), w rows are f32/f16/bf16.
-using FTileFn = void (*)(const float* x, int64_t ldx, int mr, const std::byte* w, int64_t w_stride, int nr, int64_t k,
-                         float* y, int64_t ldy);
 
 struct IsaKernels {
   Isa isa;

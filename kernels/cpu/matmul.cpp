@@ -144,20 +144,6 @@ std::byte* quantize_q8_K(const MatmulArgs& a, ParallelFor& pf, const detail::Isa
   return qx;
 }
 
-// x rows to q8_K in the workspace, then the tiles over weight rows in the
-// standard layout (rows_x4 holds only q8_0/q4_0).
-void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
-  const int64_t xs = detail::q8_K_row_bytes(a.k);
-  std::byte* qx = quantize_q8_K(a, pf, isa);
-  const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
-  const int64_t block_bytes = traits(a.w_dtype).block_bytes;
-  const auto* w = static_cast<const std::byte*>(a.w);
-  blocked<true>(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
-    tile_fn(qx + m0 * xs, xs, mr, detail::QWeightRows{w + n0 * row_bytes, row_bytes, block_bytes}, nr, a.k,
-            a.y + m0 * a.n + n0, a.n);
-  });
-}
-
 // The K-quant panel kernels (isa_kernels.h), or null for a type or family without them.
 detail::KPanelFn k_panel(const detail::IsaKernels& isa, DType t) {
   switch (t) {
@@ -182,6 +168,23 @@ void q8_K_panels(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels&
       panel_fn(qx, xs, a.m, w + n0 * row_bytes, row_bytes, n1 - n0, a.k, a.y + n0, a.n);
       epilogue(a, 0, a.m, n0, n1);
     }
+  });
+}
+
+// x rows to q8_K in the workspace, then the tiles over weight rows in the
+// standard layout (rows_x4 holds only q8_0/q4_0); from kKPanelMinRows x rows
+// the panels instead, where the family has them for the type.
+void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
+  if (detail::KPanelFn panel = k_panel(isa, a.w_dtype); panel != nullptr && a.m >= kKPanelMinRows)
+    return q8_K_panels(a, pf, isa, panel);
+  const int64_t xs = detail::q8_K_row_bytes(a.k);
+  std::byte* qx = quantize_q8_K(a, pf, isa);
+  const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
+  const int64_t block_bytes = traits(a.w_dtype).block_bytes;
+  const auto* w = static_cast<const std::byte*>(a.w);
+  blocked<true>(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
+    tile_fn(qx + m0 * xs, xs, mr, detail::QWeightRows{w + n0 * row_bytes, row_bytes, block_bytes}, nr, a.k,
+            a.y + m0 * a.n + n0, a.n);
   });
 }
 
@@ -273,8 +276,6 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
     case DType::bf16: return plain(a, pf, isa.bf16_tile);
     default:
       if (detail::QTileFn tile = qx_tile(isa, a.w_dtype)) return quantized(a, pf, isa, tile);
-      if (detail::KPanelFn panel = k_panel(isa, a.w_dtype); panel != nullptr && a.m >= kKPanelMinRows)
-        return q8_K_panels(a, pf, isa, panel);
       if (detail::QTileFn tile = q8_K_tile(isa, a.w_dtype)) return q8_K_quantized(a, pf, isa, tile);
       return;  // matmul_supports admits no other type
   }
