@@ -129,6 +129,14 @@ using QPanelFn = void (*)(const std::byte* x, int64_t x_stride, int64_t m, const
 // Plain: x rows are f32 (stride ldx floats), w rows are f32/f16/bf16.
 using FTileFn = void (*)(const float* x, int64_t ldx, int mr, const std::byte* w, int64_t w_stride, int nr, int64_t k,
                          float* y, int64_t ldy);
+// y[i * ldy + r] = dot(x row i, w row r) for every i < m, r < n: x rows as
+// q8_K blocks (as for the q8_K tiles), w rows in their GGUF layout (row r at
+// w + r * w_row_bytes). For prefill: groups of 16 weight rows are unpacked
+// per k-slice into panels that every x row passes over. Each output takes
+// the integer sums and float steps of the same family's tile for that type,
+// so its bits are the tile's whatever m (k_quant_panel_gemm__avx512vnni.cpp).
+using KPanelFn = void (*)(const std::byte* x, int64_t x_stride, int64_t m, const std::byte* w, int64_t w_row_bytes,
+                          int64_t n, int64_t k, float* y, int64_t ldy);
 
 struct IsaKernels {
   Isa isa;
@@ -143,6 +151,9 @@ struct IsaKernels {
   // family's quantize_row_K writes them, weights in their GGUF layout.
   QuantizeRowFn quantize_row_K;
   QTileFn q2_K_tile, q3_K_tile, q4_K_tile, q5_K_tile, q6_K_tile, iq4_xs_tile;
+  // Where set, these run those types from matmul.cpp's threshold of x rows
+  // up (the tiles below it), over the same q8_K rows.
+  KPanelFn q4_K_panel = nullptr, q5_K_panel = nullptr, q6_K_panel = nullptr;
   FTileFn f32_tile, f16_tile, bf16_tile;
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*axpy)(float a, const float* x, float* y, int64_t n);  // y += a * x
@@ -221,6 +232,9 @@ void q4_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, i
 void q5_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void q6_K_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
 void iq4_xs_tile__avx512vnni(const std::byte*, int64_t, int, const QWeightRows&, int, int64_t, float*, int64_t);
+void q4_K_panel__avx512vnni(const std::byte*, int64_t, int64_t, const std::byte*, int64_t, int64_t, int64_t, float*, int64_t);
+void q5_K_panel__avx512vnni(const std::byte*, int64_t, int64_t, const std::byte*, int64_t, int64_t, int64_t, float*, int64_t);
+void q6_K_panel__avx512vnni(const std::byte*, int64_t, int64_t, const std::byte*, int64_t, int64_t, int64_t, float*, int64_t);
 void f32_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);

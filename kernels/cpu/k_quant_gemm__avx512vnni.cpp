@@ -4,8 +4,12 @@
 // (u8 code x s8 x, pairs summed to i16; at most 2 * 63 * 127 = 16002, so
 // it never saturates) and vpdpwssd, which multiplies those pairs by the
 // chunk's per-sub-block scales and accumulates in i32. The offsets come from
-// the x block sums once per super-block (q8_K_activations.h), and each
-// super-block's integer sum is scaled into an f32 accumulator. This family
+// the x block sums once per super-block (q8_K_activations.h). For q4_K,
+// q5_K and q6_K each output's super-block sums are then added up exactly
+// (integers) and take the float steps of k_quant_sums.h, one output per
+// lane, so these tiles and the panel kernels (k_quant_panel_gemm__avx512vnni.cpp,
+// prefill) give the same bits; q2_K, q3_K and iq4_xs scale each
+// super-block's lane sums into an f32 accumulator per lane. This family
 // quantizes x itself (quantize_row_K__avx512vnni, below): q4_K/q5_K's x is
 // stored in the order their weights unpack to. One x row (decode) takes
 // four weight rows a step (FourRows).
@@ -14,6 +18,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/isa_kernels.h"
+#include "kernels/cpu/k_quant_sums__avx512vnni.h"
 #include "kernels/cpu/q8_K_activations.h"
 #include "kernels/cpu/quant_tile_driver.h"
 #include "kernels/cpu/simd_util__x86.h"
@@ -92,22 +97,6 @@ inline K4Codes k4_codes(const BlockQ5_K& blk, int h, __m512i low4) {
 // scale bytes.
 inline __m128i k4_head(const void* blk) { return _mm_loadu_si128(static_cast<const __m128i*>(blk)); }
 
-// q4_K/q5_K's 12 packed bytes as 8 six-bit scales (bytes 0-7) and 8 mins
-// (8-15), k4_scales_mins in vector registers, for a row's k4_head in each
-// 128-bit lane of q (the packed bytes at 4-15): j < 4 is the low 6 bits of
-// bytes j and j + 4; j >= 4 is a nibble of byte j + 4 with the top 2 bits
-// of byte j - 4 (scales) or j (mins) above it.
-inline __m512i k4_scales_mins_lanes(__m512i q) {
-  auto each = [](__m128i v) { return _mm512_broadcast_i32x4(v); };
-  const __m512i a = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)));
-  const __m512i top = _mm512_shuffle_epi8(q, each(_mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11)));
-  const __m512i low = _mm512_and_si512(a, each(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
-  const __m512i high_nibbles =
-      _mm512_and_si512(_mm512_srli_epi16(a, 4), each(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
-  return _mm512_or_si512(_mm512_or_si512(low, high_nibbles),
-                         _mm512_and_si512(_mm512_srli_epi16(top, 2), _mm512_set1_epi8(0x30)));
-}
-
 // vpshufb controls spreading scale s(v, L) over 128-bit lane L of vector v
 // as i16, from a register holding a row's 8 scales in every lane: as i16
 // (i16 source), or as bytes, zero-extended by the control's 0x80 in every
@@ -144,32 +133,41 @@ inline __m512i load_ctl(const std::array<int8_t, 64>& c) { return _mm512_load_si
 template <typename B>
 struct K4 : Q8KRows {
   using Block = B;
-  // The mins get accumulators of their own: two FMAs a super-block into
-  // one register would chain their latencies.
-  struct Acc {
-    __m512 sum;
-    __m256 min;
-  };
+  // One output's sum (k_quant_sums__avx512vnni.h: k4_accumulate).
+  using Acc = float;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
     const Block& blk = w[0][b];
     const __m512i sm = k4_scales_mins_lanes(_mm512_broadcast_i32x4(k4_head(&blk)));
     const __m256i mins = _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256(reinterpret_cast<const __m256i*>(kK4MinsCtl.data())));
-    __m512i isum[MR];
+    __m512i isum[4], msum[4];
     scaled_sums<MR>(blk, sm, x_in_memory(xr, b), isum);
-    const float d = _cvtsh_ss(blk.d), dmin = _cvtsh_ss(blk.dmin);
-    for (int i = 0; i < MR; ++i) {
-      const __m256i msum = _mm256_madd_epi16(load256(xr[i][b].bsums), mins);
-      acc[i].sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_set1_ps(d * xr[i][b].d), acc[i].sum);
-      acc[i].min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xr[i][b].d), acc[i].min);
+    for (int i = 0; i < 4; ++i) {
+      if (i >= MR) isum[i] = msum[i] = _mm512_setzero_si512();
+      else msum[i] = _mm512_zextsi256_si512(_mm256_madd_epi16(load256(xr[i][b].bsums), mins));
     }
+    // Each row's whole super-block sums, exact, then its float steps.
+    // The MR rows' float steps in one vector, lane i row i.
+    const __m128 s = _mm_cvtepi32_ps(lane_sums4(isum[0], isum[1], isum[2], isum[3]));
+    const __m128 m = _mm_cvtepi32_ps(lane_sums4(msum[0], msum[1], msum[2], msum[3]));
+    const __m128 xd = _mm_setr_ps(xr[0][b].d, MR > 1 ? xr[MR > 1 ? 1 : 0][b].d : 0.0f, MR > 2 ? xr[MR > 2 ? 2 : 0][b].d : 0.0f,
+                                  MR > 3 ? xr[MR > 3 ? 3 : 0][b].d : 0.0f);
+    const __m128 a = _mm_setr_ps(acc[0], MR > 1 ? acc[MR > 1 ? 1 : 0] : 0.0f, MR > 2 ? acc[MR > 2 ? 2 : 0] : 0.0f,
+                                 MR > 3 ? acc[MR > 3 ? 3 : 0] : 0.0f);
+    const __m128 r = k4_accumulate(a, s, m, _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(blk.d)), xd),
+                                   _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(blk.dmin)), xd));
+    acc[0] = _mm_cvtss_f32(r);
+    if constexpr (MR > 1) acc[MR > 1 ? 1 : 0] = _mm_cvtss_f32(_mm_shuffle_ps(r, r, 1));
+    if constexpr (MR > 2) acc[MR > 2 ? 2 : 0] = _mm_cvtss_f32(_mm_shuffle_ps(r, r, 2));
+    if constexpr (MR > 3) acc[MR > 3 ? 3 : 0] = _mm_cvtss_f32(_mm_shuffle_ps(r, r, 3));
   }
   // Each x row's integer sum against one weight super-block, its sub-block
   // scales (sm: k4_scales_mins_lanes in every 128-bit lane) applied, the
-  // mins not; x's codes from x_chunk (x_in_memory, XInRegisters).
+  // mins not, in i32 lanes (isum[i], i < MR); x's codes from x_chunk
+  // (x_in_memory, XInRegisters).
   template <int MR, typename XChunk>
-  void scaled_sums(const Block& blk, __m512i sm, XChunk x_chunk, __m512i (&isum)[MR]) const {
+  void scaled_sums(const Block& blk, __m512i sm, XChunk x_chunk, __m512i* isum) const {
     for (int i = 0; i < MR; ++i) isum[i] = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h) {
       const K4Codes q = k4_codes(blk, h, low4);
@@ -181,14 +179,12 @@ struct K4 : Q8KRows {
       }
     }
   }
-  void store(const Acc& a, int, float* y) const {
-    *y = _mm512_reduce_add_ps(_mm512_sub_ps(a.sum, _mm512_zextps256_ps512(a.min)));
-  }
+  void store(const Acc& a, int, float* y) const { *y = a; }
 };
 
 struct Q6K : Q8KRows {
   using Block = BlockQ6_K;
-  using Acc = __m512;
+  using Acc = float;  // one output's sum (k_quant_sums__avx512vnni.h: q6_accumulate)
   const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
   // qh's two bits for chunk A (elements 0-63 of a half) land at bits 4-5
   // after shifting left by 4 (lower 32) or 2 (upper 32); for chunk B (64-127)
@@ -198,14 +194,21 @@ struct Q6K : Q8KRows {
   const __m512i shr_b = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
   template <int MR>
   void step(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
-    step_from<MR>(w, b, xr, acc, x_in_memory(xr, b));
-  }
-  // step with x's codes from x_chunk (x_in_memory, XInRegisters).
-  template <int MR, typename XChunk>
-  void step_from(const BlockRow<Block> (&w)[1], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR], XChunk x_chunk) const {
     const BlockQ6_K& blk = w[0][b];
+    __m512i isum[4];
+    scaled_sums<MR>(blk, b, xr, x_in_memory(xr, b), isum);
+    for (int i = MR; i < 4; ++i) isum[i] = _mm512_setzero_si512();
+    alignas(16) float s[4];
+    _mm_store_ps(s, _mm_cvtepi32_ps(lane_sums4(isum[0], isum[1], isum[2], isum[3])));
+    const float d = _cvtsh_ss(blk.d);
+    for (int i = 0; i < MR; ++i) acc[i] = q6_accumulate(acc[i], s[i], d * xr[i][b].d);
+  }
+  // Each x row's integer sum against one weight super-block, in i32 lanes
+  // (isum[i], i < MR); x's codes from x_chunk
+  // (x_in_memory, XInRegisters).
+  template <int MR, typename XChunk>
+  void scaled_sums(const BlockQ6_K& blk, int64_t b, const XRow (&xr)[MR], XChunk x_chunk, __m512i* isum) const {
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
-    __m512i isum[MR];
     for (int i = 0; i < MR; ++i) {
       // -32 * sum_s sc_s * bsums_s, in i32 lanes 0-7.
       const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(load256(xr[i][b].bsums), sc16), 5);
@@ -226,10 +229,35 @@ struct Q6K : Q8KRows {
         isum[i] = _mm512_dpwssd_epi32(isum[i], _mm512_maddubs_epi16(qb, x_chunk(i, 2 * h + 1)), scb);
       }
     }
-    const float d = _cvtsh_ss(blk.d);
-    for (int i = 0; i < MR; ++i) acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_set1_ps(d * xr[i][b].d), acc[i]);
   }
-  void store(const Acc& a, int, float* y) const { *y = _mm512_reduce_add_ps(a); }
+  void store(const Acc& a, int, float* y) const { *y = a; }
+};
+
+// q6_K for one x row, four weight rows a step: Q6K's integer sums per row
+// (x's codes loaded once for the four), their lane sums taken together and
+// the four rows' float steps in one vector, lane r row r: Q6K's bits.
+struct Q6KRows4 : Q6K {
+  static constexpr int kRows = 4, kMaxMR = 1;
+  struct Acc {
+    __m128 sum;
+  };
+  template <int MR>
+  void step(const BlockRow<Block> (&w)[4], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
+    static_assert(MR == 1);
+    const XInRegisters x(xr[0][b]);
+    __m512i isum[4][1];
+    for (int r = 0; r < 4; ++r) Q6K::scaled_sums<1>(w[r][b], b, xr, x, isum[r]);
+    const __m128 s = _mm_cvtepi32_ps(lane_sums4(isum[0][0], isum[1][0], isum[2][0], isum[3][0]));
+    const float xd = xr[0][b].d;
+    const __m128 dd = _mm_setr_ps(_cvtsh_ss(w[0][b].d) * xd, _cvtsh_ss(w[1][b].d) * xd, _cvtsh_ss(w[2][b].d) * xd,
+                                  _cvtsh_ss(w[3][b].d) * xd);
+    acc[0].sum = q6_accumulate(acc[0].sum, s, dd);
+  }
+  void store(const Acc& a, int nr, float* y) const {
+    alignas(16) float v[4];
+    _mm_store_ps(v, a.sum);
+    for (int r = 0; r < nr; ++r) y[r] = v[r];
+  }
 };
 
 // q2_K and q3_K: chunk c = 2h + p (elements 64c..64c+63, sub-blocks
@@ -374,8 +402,7 @@ struct K4Rows4 : K4<B> {
   using XRow = typename K4<B>::XRow;
   static constexpr int kRows = 4, kMaxMR = 1;
   struct Acc {
-    __m512 sum[4];
-    __m512 min[2];  // rows 2p (low 8 lanes) and 2p + 1 (high 8)
+    __m128 sum;  // lane r: row r
   };
   template <int MR>
   void step(const BlockRow<Block> (&w)[4], int64_t b, const XRow (&xr)[MR], Acc (&acc)[MR]) const {
@@ -389,7 +416,6 @@ struct K4Rows4 : K4<B> {
     const __m512i first_dwords = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(first_dwords, heads))),
                                     _mm256_set1_ps(xr[0][b].d));
-    const __m512 dd512 = _mm512_castps256_ps512(dd);
     // Row r's lane everywhere. Spelled out: the shuffle's immediate must be a
     // literal, which r * 0x55 is only once the loop is unrolled (not at -O0
     // or under the sanitizers).
@@ -398,28 +424,23 @@ struct K4Rows4 : K4<B> {
     // x's codes loaded once for the four rows (as memory operands they were
     // loaded per row, and a q8_K block's codes straddle cache lines).
     const XInRegisters x(xr[0][b]);
-    for (int r = 0; r < 4; ++r) {
-      __m512i isum[1];
-      K4<B>::template scaled_sums<1>(w[r][b], lane[r], x, isum);
-      acc[0].sum[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[0]), _mm512_permutexvar_ps(_mm512_set1_epi32(2 * r), dd512),
-                                      acc[0].sum[r]);
-    }
-    // Rows 2p and 2p + 1's mins as i16, one row per 256-bit half, against the bsums in both halves.
-    const __m512i mins_ctl = _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(kK4MinsCtl.data())));
-    const __m512i bsums = _mm512_broadcast_i64x4(load256(xr[0][b].bsums));
-    const __m512i pair_lanes[2] = {_mm512_shuffle_i32x4(sm4, sm4, 0x50), _mm512_shuffle_i32x4(sm4, sm4, 0xfa)};
-    for (int p = 0; p < 2; ++p) {
-      const __m512i msum = _mm512_madd_epi16(bsums, _mm512_shuffle_epi8(pair_lanes[p], mins_ctl));
-      const __m512i dmin_idx = _mm512_inserti64x4(_mm512_set1_epi32(4 * p + 1), _mm256_set1_epi32(4 * p + 3), 1);
-      acc[0].min[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_permutexvar_ps(dmin_idx, dd512), acc[0].min[p]);
-    }
+    __m512i isum[4][1], msum[4];
+    for (int r = 0; r < 4; ++r) K4<B>::template scaled_sums<1>(w[r][b], lane[r], x, isum[r]);
+    // Each row's mins as i16 against the bsums.
+    const __m256i mins_ctl = _mm256_load_si256(reinterpret_cast<const __m256i*>(kK4MinsCtl.data()));
+    const __m256i bsums = load256(xr[0][b].bsums);
+    for (int r = 0; r < 4; ++r)
+      msum[r] = _mm512_zextsi256_si512(_mm256_madd_epi16(bsums, _mm256_shuffle_epi8(_mm512_castsi512_si256(lane[r]), mins_ctl)));
+    const __m128 s = _mm_cvtepi32_ps(lane_sums4(isum[0][0], isum[1][0], isum[2][0], isum[3][0]));
+    const __m128 m = _mm_cvtepi32_ps(lane_sums4(msum[0], msum[1], msum[2], msum[3]));
+    const __m128 d = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(dd, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)));
+    const __m128 dmin = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(dd, _mm256_setr_epi32(1, 3, 5, 7, 0, 0, 0, 0)));
+    acc[0].sum = k4_accumulate(acc[0].sum, s, m, d, dmin);
   }
   void store(const Acc& a, int nr, float* y) const {
-    for (int r = 0; r < nr; ++r) {
-      const __m512 min2 = a.min[r / 2];
-      const typename K4<B>::Acc one{a.sum[r], r % 2 ? _mm512_extractf32x8_ps(min2, 1) : _mm512_castps512_ps256(min2)};
-      K4<B>::store(one, 1, y + r);
-    }
+    alignas(16) float v[4];
+    _mm_store_ps(v, a.sum);
+    for (int r = 0; r < nr; ++r) y[r] = v[r];
   }
 };
 
@@ -504,7 +525,7 @@ void q5_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const Q
 
 void q6_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,
                            float* y, int64_t ldy) {
-  run_k_tile<Q6K>(x, x_stride, mr, w, nr, k, y, ldy);
+  run_k_tile<Q6K, Q6KRows4>(x, x_stride, mr, w, nr, k, y, ldy);
 }
 
 void q2_K_tile__avx512vnni(const std::byte* x, int64_t x_stride, int mr, const QWeightRows& w, int nr, int64_t k,

@@ -19,7 +19,11 @@
 //   f16, bf16:  widened on the fly inside the tiles, FMA in f32.
 //   q2_K..q6_K, iq4_xs: x rows are quantized to q8_K blocks (one scale per
 //               256, sums per 16) in the workspace, then the ISA's integer
-//               tiles run over the weights in their GGUF layout.
+//               tiles run over the weights in their GGUF layout; on
+//               avx512_vnni q4_K, q5_K and q6_K from kKPanelMinRows x rows
+//               go to the panel kernels instead (16 weight rows unpacked
+//               per k-slice, every x row passing over them), which give
+//               each output the tiles' bits.
 // Work is split over groups of 4 weight rows. Inside a chunk, weight rows are
 // taken ~128 KiB at a time and every x-row tile passes over them while they
 // sit in L2, so prefill reads each weight byte from memory once.
@@ -49,6 +53,8 @@ constexpr int kMR = 4;                      // x rows per tile, at most
 constexpr int64_t kL2Block = 128 * 1024;    // weight bytes kept hot across x tiles
 constexpr int64_t kChunkBytes = 64 * 1024;  // least weight bytes (per x-row tile) per parallel chunk
 constexpr int64_t kOneDnnMinRows = 64;      // measured crossover on Zen 4, 2 threads
+constexpr int64_t kKPanelMinRows = 12;      // K-quant panels from here (measured crossover on Zen 4, docs/performance.md)
+constexpr int64_t kKPanelCallRows = 128;    // weight rows a K-quant panel call (8 panels of 16)
 
 // The epilogue over y[r0:r1, c0:c1], if there is one.
 void epilogue(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
@@ -203,14 +209,51 @@ detail::QTileFn q8_K_tile(const detail::IsaKernels& isa, DType t) {
   }
 }
 
-// x rows to q8_K in the workspace, then the tiles over weight rows in the
-// standard layout (rows_x4 holds only q8_0/q4_0).
-void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
+// x rows to q8_K in the workspace (row stride q8_K_row_bytes(k)).
+std::byte* quantize_q8_K(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa) {
   const int64_t xs = detail::q8_K_row_bytes(a.k);
   auto* qx = static_cast<std::byte*>(a.workspace);
   detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) isa.quantize_row_K(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
   });
+  return qx;
+}
+
+// The K-quant panel kernels (isa_kernels.h), or null for a type or family without them.
+detail::KPanelFn k_panel(const detail::IsaKernels& isa, DType t) {
+  switch (t) {
+    case DType::q4_K: return isa.q4_K_panel;
+    case DType::q5_K: return isa.q5_K_panel;
+    case DType::q6_K: return isa.q6_K_panel;
+    default: return nullptr;
+  }
+}
+
+// x rows to q8_K, then the panel kernel over calls of kKPanelCallRows weight
+// rows, one parallel item a call (each call passes all x rows over its
+// panels, a k-slice at a time), the epilogue after each.
+void q8_K_panels(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::KPanelFn panel_fn) {
+  const int64_t xs = detail::q8_K_row_bytes(a.k);
+  std::byte* qx = quantize_q8_K(a, pf, isa);
+  const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
+  const auto* w = static_cast<const std::byte*>(a.w);
+  detail::parallel_for(pf, (a.n + kKPanelCallRows - 1) / kKPanelCallRows, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t n0 = c * kKPanelCallRows, n1 = std::min(a.n, n0 + kKPanelCallRows);
+      panel_fn(qx, xs, a.m, w + n0 * row_bytes, row_bytes, n1 - n0, a.k, a.y + n0, a.n);
+      epilogue(a, 0, a.m, n0, n1);
+    }
+  });
+}
+
+// x rows to q8_K in the workspace, then the tiles over weight rows in the
+// standard layout (rows_x4 holds only q8_0/q4_0); from kKPanelMinRows x rows
+// the panels instead, where the family has them for the type.
+void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
+  if (detail::KPanelFn panel = k_panel(isa, a.w_dtype); panel != nullptr && a.m >= kKPanelMinRows)
+    return q8_K_panels(a, pf, isa, panel);
+  const int64_t xs = detail::q8_K_row_bytes(a.k);
+  std::byte* qx = quantize_q8_K(a, pf, isa);
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const int64_t block_bytes = traits(a.w_dtype).block_bytes;
   const auto* w = static_cast<const std::byte*>(a.w);
@@ -291,6 +334,7 @@ std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant) {
   };
   const std::string isa = tile_of(active) == tile_of(portable) ? portable.suffix : active.suffix;
   const std::string shape = m == 1 ? "gemv" : "gemm";
+  if (k_panel(active, w_dtype) != nullptr && m >= kKPanelMinRows) return std::string(name(w_dtype)) + "_panel_gemm__" + isa;
   if (kHaveOneDnn && w_dtype == DType::f32 && m >= kOneDnnMinRows && !batch_invariant) return "f32_gemm__onednn";
   return std::string(name(w_dtype)) + "_" + shape + "__" + isa;
 }

@@ -125,6 +125,41 @@ TEST_CASE("q2_K, q3_K, q4_K, q5_K and q6_K matmul match reference within activat
     check_shapes(t, kSuperBlockShapes, 106 + (uint64_t)t);
 }
 
+// Where the avx512_vnni K-quant panels change course: the tiles below 12 x
+// rows, passes of 6 x rows and blocks of 120, weight groups of 16 rows (a
+// short last one) taken in pairs (an odd last one alone) and calls of 128
+// rows, k-slices of 8 super-blocks (k = 2304: a slice of one after).
+const std::vector<Shape> kKPanelShapes = {{11, 33, 256},  {12, 17, 512},   {13, 45, 2304}, {16, 129, 768},
+                                          {121, 19, 256}, {30, 150, 2304}, {17, 16, 4352}};
+TEST_CASE("q4_K, q5_K and q6_K matmul match reference at the panel kernels' edges (m 11..121, n 16..150, k to 4352) on every ISA") {
+  for (DType t : {DType::q4_K, DType::q5_K, DType::q6_K}) check_shapes(t, kKPanelShapes, 150 + (uint64_t)t);
+}
+
+// The tiles (below 12 x rows: one row four weight rows a step, or up to 4
+// rows a pass) and the panels (12 and more) must agree to the bit, across
+// k-slices and a short last group of weight rows (batch_invariance_test.cpp
+// has the general case at k = 512).
+TEST_CASE("q4_K, q5_K and q6_K: a row computed alone or among 3 has the bits it has among 21 rows, k = 4352 (three k-slices), n = 37, on every ISA") {
+  Rng rng(160);
+  for (DType t : {DType::q4_K, DType::q5_K, DType::q6_K}) {
+    const Shape all{21, 37, 4352};
+    const std::vector<float> x = rng.floats((size_t)(all.m * all.k));
+    const std::vector<std::byte> w = random_weights(t, all.n, all.k, rng);
+    for_each_isa([&](cpu::Isa) {
+      INFO(name(t) << " kernel = " << cpu::matmul_kernel_name(t, all.m));
+      const std::vector<float> y = run_cpu(t, x, w, all);
+      for (int64_t r : {0, 10, 20}) {
+        const std::vector<float> xr(x.begin() + r * all.k, x.begin() + (r + 1) * all.k);
+        const std::vector<float> alone = run_cpu(t, xr, w, {1, all.n, all.k});
+        CHECK_MESSAGE(std::memcmp(alone.data(), y.data() + r * all.n, sizeof(float) * (size_t)all.n) == 0, "row " << r << " alone");
+      }
+      const std::vector<float> x3(x.begin() + 9 * all.k, x.begin() + 12 * all.k);  // rows 9..11
+      const std::vector<float> three = run_cpu(t, x3, w, {3, all.n, all.k});
+      CHECK_MESSAGE(std::memcmp(three.data(), y.data() + 9 * all.n, sizeof(float) * (size_t)(3 * all.n)) == 0, "rows 9-11 as 3");
+    });
+  }
+}
+
 TEST_CASE(
     "q4_1, q5_0, q5_1 and iq4_nl matmul match reference within activation-quantization error at odd shapes on every "
     "ISA") {
