@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 8;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0x0a60c4ff3ac4f31cull;
+inline constexpr uint32_t kBackendAbiVersion = 9;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0xb7d6416a2fd50a82ull;
 
 }  // namespace tessera

@@ -96,12 +96,20 @@ void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const Ti
   });
 }
 
-void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
+// x rows to qx rows in the workspace (row stride qx_row_bytes(k)), in the
+// layout this family's quantize_row writes for the weight type.
+std::byte* quantize_qx(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa) {
   const int64_t xs = detail::qx_row_bytes(a.k);
   auto* qx = static_cast<std::byte*>(a.workspace);
   detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) isa.quantize_row(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
   });
+  return qx;
+}
+
+void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
+  const int64_t xs = detail::qx_row_bytes(a.k);
+  std::byte* qx = quantize_qx(a, pf, isa);
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const int64_t block_bytes = traits(a.w_dtype).block_bytes;
   const bool x4 = a.w_layout == WeightLayout::rows_x4;
@@ -142,10 +150,7 @@ detail::QPanelFn qx_panel(const detail::IsaKernels& isa, DType t) {
 void panel_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QPanelFn panel_fn) {
   constexpr int64_t kPanelRows = 16, kPanelCall = 8;
   const int64_t xs = detail::qx_row_bytes(a.k);
-  auto* qx = static_cast<std::byte*>(a.workspace);
-  detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) isa.quantize_row(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
-  });
+  std::byte* qx = quantize_qx(a, pf, isa);
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const int64_t block_bytes = traits(a.w_dtype).block_bytes;
   const bool x4 = a.w_layout == WeightLayout::rows_x4, x16 = a.w_layout == WeightLayout::rows_x16;
