@@ -131,6 +131,7 @@ constexpr IsaKernels kPortable{
     .bf16_to_f32 = bf16_to_f32__portable,
     .f32_to_f16 = f32_to_f16__portable,
     .f32_to_bf16 = f32_to_bf16__portable,
+    .attention_block = attention_block__portable,
 };
 #if defined(TESSERA_X86)
 constexpr IsaKernels kAvx2{
@@ -159,6 +160,7 @@ constexpr IsaKernels kAvx2{
     .bf16_to_f32 = bf16_to_f32__avx2,
     .f32_to_f16 = f32_to_f16__avx2,
     .f32_to_bf16 = f32_to_bf16__avx2,
+    .attention_block = attention_block__avx2,
 };
 constexpr IsaKernels kAvx512Vnni{
     .isa = Isa::avx512_vnni,
@@ -186,6 +188,7 @@ constexpr IsaKernels kAvx512Vnni{
     .bf16_to_f32 = bf16_to_f32__avx512vnni,
     .f32_to_f16 = f32_to_f16__avx512vnni,
     .f32_to_bf16 = f32_to_bf16__avx512vnni,
+    .attention_block = attention_block__avx512vnni,
 };
 #endif
 #if defined(TESSERA_AARCH64)
@@ -219,6 +222,7 @@ constexpr IsaKernels kNeonDotprod{
     .bf16_to_f32 = bf16_to_f32__neon_dotprod,
     .f32_to_f16 = f32_to_f16__portable,  // the KV pools' rounding on append (portable's, bit for bit)
     .f32_to_bf16 = f32_to_bf16__portable,
+    .attention_block = attention_block__neon_dotprod,
 };
 #endif
 }  // namespace
