@@ -64,11 +64,6 @@ constexpr int64_t kPiecePositions = 128;
 // Query tokens per prefill unit: each K/V block loaded serves this many rows
 // (times the head group) while it is in L1.
 constexpr int64_t kQueryTile = 16;
-// How many blocks ahead a decode piece asks for its K/V rows.
-// How many kernel calls (block x KV head) ahead a decode piece asks for K/V
-// rows: one (about half a microsecond of work) did best here, against two,
-// four and eight (a whole block ahead, which also overfills L1).
-constexpr int64_t kPrefetchCalls = 1;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -225,25 +220,24 @@ void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int
   for (int64_t h = 0; h < p.n_heads; ++h) reset(row(h), p.head_dim);
   const int64_t end = std::min(len, (piece + 1) * span);
   const int64_t first = sh.kv_first(t);
-  // Asks for KV head g's rows of the block at position j, if the piece has it.
-  const auto ask = [&](int64_t j, int g) {
-    if (j < end)
-      prefetch_block(sh, (int64_t)table[j / p.block_size] * p.block_size, (int64_t)g * p.head_dim, 0,
-                     std::min<int64_t>(p.block_size, end - j));
-  };
-  // The kernel calls run block by block, KV head by KV head; call c asks for the rows of call c + kPrefetchCalls.
-  const auto ask_call = [&](int64_t j_first, int64_t c) {
-    ask(j_first + c / p.n_kv_heads * p.block_size, (int)(c % p.n_kv_heads));
-  };
   // Blocks wholly before the window are skipped (a piece of none adds nothing when merged).
   const int64_t j_begin = std::max(piece * span, first / p.block_size * p.block_size);
-  for (int64_t c = 0; c < kPrefetchCalls; ++c) ask_call(j_begin, c);
-  int64_t call = 0;
+  // The kernel calls run block by block, KV head by KV head; each asks for
+  // the next call's rows as it scores its own, a row per position
+  // (AttentionBlock::next_k), and the first call's are asked for here.
+  // Spread so, the requests overlap the arithmetic: asking for a call's 128
+  // lines at once before it starts took 1.5 x as long at 8K (f16), and
+  // asking two or three calls ahead did no better than one.
+  if (j_begin < end)
+    prefetch_block(sh, (int64_t)table[j_begin / p.block_size] * p.block_size, 0, 0,
+                   std::min<int64_t>(p.block_size, end - j_begin));
   for (int64_t j0 = j_begin; j0 < end; j0 += p.block_size) {
     const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
     const int64_t lo = std::max<int64_t>(0, first - j0), n = std::min<int64_t>(p.block_size, end - j0);
-    for (int g = 0; g < p.n_kv_heads; ++g, ++call) {
-      ask_call(j_begin, call + kPrefetchCalls);
+    const int64_t next = j0 + p.block_size;
+    const int64_t next_base = next < end ? (int64_t)table[next / p.block_size] * p.block_size : 0;
+    const int64_t next_n = next < end ? std::min<int64_t>(p.block_size, end - next) : 0;
+    for (int g = 0; g < p.n_kv_heads; ++g) {
       detail::AttentionBlock b = block_args(sh, base, g, lo, n, lane);
       const Row first_head = row((int64_t)g * sh.group);
       b.q = first_head.q;
@@ -252,6 +246,13 @@ void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int
       b.m = first_head.m;
       b.l = first_head.l;
       b.acc_stride = b.ml_stride = n_pieces * partial_floats(p);
+      const detail::AttentionBlock after = g + 1 < p.n_kv_heads ? block_args(sh, base, g + 1, 0, n, lane)
+                                                                 : block_args(sh, next_base, 0, 0, next_n, lane);
+      if (g + 1 < p.n_kv_heads || next_n > 0) {
+        b.next_k = after.k;
+        b.next_v = after.v;
+        b.next_n = after.n;
+      }
       isa.attention_block(b);
     }
   }

@@ -77,12 +77,28 @@ inline const void* kv_row(const void* base, int64_t o, int64_t stride) {
   return static_cast<const char*>(base) + o * stride * bytes;
 }
 
+// Asks for row o of the next call's K and V (a hint: no arithmetic).
+template <Kv T>
+inline void prefetch_next_row(const AttentionBlock& b, int o) {
+  constexpr int bytes = T == Kv::f32 ? 4 : 2;
+  const char* k = static_cast<const char*>(kv_row<T>(b.next_k, o, b.kv_stride));
+  const char* v = static_cast<const char*>(kv_row<T>(b.next_v, o, b.kv_stride));
+  for (int off = 0; off < b.head_dim * bytes; off += 64) {
+    __builtin_prefetch(k + off);
+    __builtin_prefetch(v + off);
+  }
+}
+
 // Step 1 for heads [h0, h0 + HS): scores of offsets [lo, n) into
 // sc[h * n_pad + o], -inf at the other offsets of their L-position chunks.
 template <class V, Kv T, int HS, bool Full>
 void block_scores(const AttentionBlock& b, int h0, float* part, float* sc, int n_pad) {
   using R = typename V::R;
   constexpr int L = V::L, D = V::kDRegs;
+  // The first head set asks for the next call's rows as it reads this block's.
+  const bool prefetch = h0 == 0 && b.next_n > 0;
+  if (prefetch)
+    for (int o = 0; o < b.lo && o < b.next_n; ++o) prefetch_next_row<T>(b, o);
   const float* q[HS];
   for (int h = 0; h < HS; ++h) q[h] = b.q + (h0 + h) * b.q_stride;
   for (int o0 = b.lo / L * L; o0 < b.n; o0 += L) {
@@ -97,6 +113,7 @@ void block_scores(const AttentionBlock& b, int h0, float* part, float* sc, int n
         for (int c = 0; c < D; ++c)
           if (ps.has(c)) qv[h][c] = load_cols(ps, c, q[h] + d0 + c * L);
       for (int o = oa; o < ob; ++o) {
+        if (prefetch && d0 == 0 && o < b.next_n) prefetch_next_row<T>(b, o);
         const void* krow = kv_row<T>(b.k, o, b.kv_stride);
         R acc[HS];
         for (int h = 0; h < HS; ++h) acc[h] = d0 == 0 ? V::zero() : V::load(part + (h * L + o - o0) * L);
@@ -121,6 +138,8 @@ void block_scores(const AttentionBlock& b, int h0, float* part, float* sc, int n
         if (o < oa || o >= ob) out[o - o0] = -INFINITY;
     }
   }
+  if (prefetch)
+    for (int o = b.n; o < b.next_n; ++o) prefetch_next_row<T>(b, o);
 }
 
 // Step 2 for heads [h0, h0 + HS): each state takes the block's max (one
