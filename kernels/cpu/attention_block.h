@@ -16,7 +16,9 @@
 //    passes through the scratch, and sum_rows turns the L positions'
 //    partials into one vector of their scores. Lane j of a dot is the sum,
 //    in column order, of q * k over the columns j, j + L, ...: the same
-//    whatever kDRegs and the heads alongside.
+//    whatever kDRegs and the heads alongside. The first head set asks for
+//    the next call's K/V rows (AttentionBlock::next_k), a row per position
+//    it scores, so that the requests overlap the arithmetic.
 // 2. The online-softmax update per head: the block's max, the rescale of
 //    the head's state when it rises (acc, l times exp(m - max)), then
 //    e = exp(score - m) per position (0 for the offsets outside [lo, n))
