@@ -356,6 +356,8 @@ int64_t attention_decode_pieces(const AttentionParams& p, int64_t n_decode, int6
   return split_decodes(n_decode, n_threads) ? piece_count(context, p.block_size) : 1;
 }
 
+void attention_exp(const float* x, float* y, int64_t n) { detail::active_kernels().attention_exp(x, y, n); }
+
 void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
   const AttentionParams& p = a.p;
   const detail::IsaKernels& isa = detail::active_kernels();

@@ -266,5 +266,13 @@ void attention_block(const AttentionBlock& b) {
   }
 }
 
+// The family's vector exp over an array (tests hold it to std::exp).
+template <class V>
+void exp_array(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + V::L <= n; i += V::L) V::store(y + i, V::exp(V::load(x + i)));
+  if (i < n) V::store_n(y + i, V::exp(V::load_n(x + i, (int)(n - i))), (int)(n - i));
+}
+
 }  // namespace
 }  // namespace tessera::kernels::cpu::detail

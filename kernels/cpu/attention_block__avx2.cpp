@@ -78,5 +78,6 @@ struct V256 {
 }  // namespace
 
 void attention_block__avx2(const AttentionBlock& b) { attention_block<V256>(b); }
+void attention_exp__avx2(const float* x, float* y, int64_t n) { exp_array<V256>(x, y, n); }
 
 }  // namespace tessera::kernels::cpu::detail

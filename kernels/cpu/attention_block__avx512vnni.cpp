@@ -61,5 +61,6 @@ struct V512 {
 }  // namespace
 
 void attention_block__avx512vnni(const AttentionBlock& b) { attention_block<V512>(b); }
+void attention_exp__avx512vnni(const float* x, float* y, int64_t n) { exp_array<V512>(x, y, n); }
 
 }  // namespace tessera::kernels::cpu::detail

@@ -63,5 +63,6 @@ struct VNeon {
 }  // namespace
 
 void attention_block__neon_dotprod(const AttentionBlock& b) { attention_block<VNeon>(b); }
+void attention_exp__neon_dotprod(const float* x, float* y, int64_t n) { exp_array<VNeon>(x, y, n); }
 
 }  // namespace tessera::kernels::cpu::detail

@@ -65,5 +65,6 @@ struct VPortable {
 }  // namespace
 
 void attention_block__portable(const AttentionBlock& b) { attention_block<VPortable>(b); }
+void attention_exp__portable(const float* x, float* y, int64_t n) { exp_array<VPortable>(x, y, n); }
 
 }  // namespace tessera::kernels::cpu::detail

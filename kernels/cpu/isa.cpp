@@ -132,6 +132,7 @@ constexpr IsaKernels kPortable{
     .f32_to_f16 = f32_to_f16__portable,
     .f32_to_bf16 = f32_to_bf16__portable,
     .attention_block = attention_block__portable,
+    .attention_exp = attention_exp__portable,
 };
 #if defined(TESSERA_X86)
 constexpr IsaKernels kAvx2{
@@ -161,6 +162,7 @@ constexpr IsaKernels kAvx2{
     .f32_to_f16 = f32_to_f16__avx2,
     .f32_to_bf16 = f32_to_bf16__avx2,
     .attention_block = attention_block__avx2,
+    .attention_exp = attention_exp__avx2,
 };
 constexpr IsaKernels kAvx512Vnni{
     .isa = Isa::avx512_vnni,
@@ -189,6 +191,7 @@ constexpr IsaKernels kAvx512Vnni{
     .f32_to_f16 = f32_to_f16__avx512vnni,
     .f32_to_bf16 = f32_to_bf16__avx512vnni,
     .attention_block = attention_block__avx512vnni,
+    .attention_exp = attention_exp__avx512vnni,
 };
 #endif
 #if defined(TESSERA_AARCH64)
@@ -223,6 +226,7 @@ constexpr IsaKernels kNeonDotprod{
     .f32_to_f16 = f32_to_f16__portable,  // the KV pools' rounding on append (portable's, bit for bit)
     .f32_to_bf16 = f32_to_bf16__portable,
     .attention_block = attention_block__neon_dotprod,
+    .attention_exp = attention_exp__neon_dotprod,
 };
 #endif
 }  // namespace

@@ -167,6 +167,7 @@ struct IsaKernels {
   void (*f32_to_f16)(const float* src, uint16_t* dst, int64_t n);
   void (*f32_to_bf16)(const float* src, uint16_t* dst, int64_t n);
   AttentionBlockFn attention_block;
+  void (*attention_exp)(const float* x, float* y, int64_t n);  // the vector exp attention_block uses
 };
 
 // The table of active_isa() (isa.cpp assembles the tables from the kernels below).
@@ -199,6 +200,7 @@ void bf16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
 void f32_to_f16__portable(const float* src, uint16_t* dst, int64_t n);
 void f32_to_bf16__portable(const float* src, uint16_t* dst, int64_t n);
 void attention_block__portable(const AttentionBlock& b);
+void attention_exp__portable(const float* x, float* y, int64_t n);
 
 #if defined(TESSERA_X86)
 void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row);
@@ -224,6 +226,7 @@ void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 void f32_to_f16__avx2(const float* src, uint16_t* dst, int64_t n);
 void f32_to_bf16__avx2(const float* src, uint16_t* dst, int64_t n);
 void attention_block__avx2(const AttentionBlock& b);
+void attention_exp__avx2(const float* x, float* y, int64_t n);
 
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void quantize_row_K__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
@@ -249,6 +252,7 @@ void bf16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);
 void f32_to_f16__avx512vnni(const float* src, uint16_t* dst, int64_t n);
 void f32_to_bf16__avx512vnni(const float* src, uint16_t* dst, int64_t n);
 void attention_block__avx512vnni(const AttentionBlock& b);
+void attention_exp__avx512vnni(const float* x, float* y, int64_t n);
 #endif
 
 #if defined(TESSERA_AARCH64)
@@ -266,6 +270,7 @@ void axpy__neon_dotprod(float a, const float* x, float* y, int64_t n);
 void f16_to_f32__neon_dotprod(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__neon_dotprod(const uint16_t* src, float* dst, int64_t n);
 void attention_block__neon_dotprod(const AttentionBlock& b);
+void attention_exp__neon_dotprod(const float* x, float* y, int64_t n);
 #endif
 
 }  // namespace tessera::kernels::cpu::detail
