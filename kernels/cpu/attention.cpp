@@ -29,18 +29,23 @@
 //   token's bits still depend on its query and its window alone. Soft-capped
 //   scores (AttentionParams::softcap) are capped right after the scale.
 //
-// * f16 and bf16 pools (AttentionArgs::kv_dtype) are widened to f32 one
-//   block of one KV head at a time, into the lane's region, and folded from
-//   there with the same dots as f32 pools: widening is exact, so a token's
-//   bits are those of an f32 pool holding the rounded values, and every
-//   query row of the tile and head group reads the widened block from L1.
-//   Decode reads half the bytes of f32 pools from memory.
+// * Every path folds a block through one inner kernel per ISA family
+//   (isa_kernels.h, AttentionBlock; attention_block.h, instantiated by the
+//   attention_block__<isa>.cpp files): one token, one block, one KV head and
+//   the query heads of its group. It scores the block's positions together
+//   (q in registers, each K row read once in the pool's dtype, f16/bf16
+//   widened in registers), takes the online-softmax step with a vector exp
+//   (exp_f32__<isa>.h), and folds the V rows into accumulators held in
+//   registers. A decode and a chunk row make the same calls in the same
+//   order, so their bits agree on each ISA; widening is exact, so the bits
+//   of f16 and bf16 pools are those of f32 pools of the rounded values. A
+//   tile's rows after the first find the block in L1. Decode reads half the
+//   bytes of f32 pools from memory.
 //
 // Units are dealt round-robin to lanes; lane c owns the region
-// [partials_end + c * lane_floats, + lane_floats) of the workspace (one
-// block of scores, one widened K and V block, then the tile rows' softmax
-// states), and the lanes run as the ParallelFor's items, so no two threads
-// share a region.
+// [partials_end + c * lane_floats, + lane_floats) of the workspace (the
+// inner kernel's scratch, then the tile rows' softmax states), and the
+// lanes run as the ParallelFor's items, so no two threads share a region.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -67,15 +72,13 @@ int64_t lane_cap(int n_threads) { return 4 * (int64_t)std::max(1, n_threads); }
 
 int64_t group_of(const AttentionParams& p) { return p.n_heads / std::max(1, p.n_kv_heads); }
 
-// Per lane: a block of scores, a widened K and V block (one KV head), then
-// per tile row (token x head of the group) the merged max and sum, and the
-// current piece's max, sum and head_dim accumulators.
+// Per lane: the inner kernel's scratch, then per tile row (token x head of
+// the group) the merged max and sum, and the current piece's max, sum and
+// head_dim accumulators.
+int64_t tile_state_offset(const AttentionParams& p) { return detail::attention_block_scratch_floats(p.block_size); }
 int64_t lane_floats(const AttentionParams& p) {
-  return p.block_size * (1 + 2 * (int64_t)p.head_dim) + kQueryTile * group_of(p) * (4 + (int64_t)p.head_dim);
+  return tile_state_offset(p) + kQueryTile * group_of(p) * (4 + (int64_t)p.head_dim);
 }
-
-int64_t widened_offset(const AttentionParams& p) { return p.block_size; }
-int64_t tile_state_offset(const AttentionParams& p) { return p.block_size * (1 + 2 * (int64_t)p.head_dim); }
 
 // Per (decode sequence, query head, piece): max, sum, then head_dim accumulators.
 int64_t partial_floats(const AttentionParams& p) { return (int64_t)p.head_dim + 2; }
@@ -98,8 +101,7 @@ struct Shape {
   float sqrt_hd;
   float inv_softcap;    // 1 / p.softcap, when it is set
   bool split;           // split_decodes() of the call
-  // Widens n pool elements to f32 (f16/bf16 pools); null for f32 pools, read in place.
-  void (*widen)(const uint16_t* src, float* dst, int64_t n);
+  int64_t elem_bytes;   // of a pool element: 4 (f32) or 2 (f16, bf16)
 
   int64_t q_len(int32_t s) const { return (int64_t)a.query_start[s + 1] - a.query_start[s]; }
   int64_t kv_len(int32_t s, int64_t t) const {
@@ -135,32 +137,27 @@ void reset(const Row& r, int head_dim) {
   std::fill(r.acc, r.acc + head_dim, 0.0f);
 }
 
-// One block of one KV head as f32 rows: offset o's K row at k + o * stride.
-struct KvBlock {
-  const float* k;
-  const float* v;
-  int64_t stride;
-};
-
-// The block at pool slots base.. for the KV head at head_off, offsets [lo, n):
-// read in place from an f32 pool, or widened into `widened` (2 * block_size *
-// head_dim floats) from an f16/bf16 one.
-KvBlock load_block(const Shape& sh, int64_t base, int64_t head_off, int64_t lo, int64_t n, float* widened) {
-  if (!sh.widen) {
-    const float* k = static_cast<const float*>(sh.a.k_pool) + base * sh.kv_row + head_off;
-    const float* v = static_cast<const float*>(sh.a.v_pool) + base * sh.kv_row + head_off;
-    return {k, v, sh.kv_row};
-  }
-  const int64_t hd = sh.a.p.head_dim;
-  float* k = widened;
-  float* v = widened + (int64_t)sh.a.p.block_size * hd;
-  const auto* kp = static_cast<const uint16_t*>(sh.a.k_pool) + base * sh.kv_row + head_off;
-  const auto* vp = static_cast<const uint16_t*>(sh.a.v_pool) + base * sh.kv_row + head_off;
-  for (int64_t o = lo; o < n; ++o) {
-    sh.widen(kp + o * sh.kv_row, k + o * hd, hd);
-    sh.widen(vp + o * sh.kv_row, v + o * hd, hd);
-  }
-  return {k, v, hd};
+// The inner kernel's arguments for the block at pool slots base.., offsets
+// [lo, n), of KV head g; the caller points q, acc, m and l at the states of
+// the group's query heads.
+detail::AttentionBlock block_args(const Shape& sh, int64_t base, int g, int64_t lo, int64_t n, float* scratch) {
+  const AttentionParams& p = sh.a.p;
+  const int64_t first = (base * sh.kv_row + (int64_t)g * p.head_dim) * sh.elem_bytes;
+  detail::AttentionBlock b;
+  b.kv_dtype = sh.a.kv_dtype;
+  b.k = static_cast<const char*>(sh.a.k_pool) + first;
+  b.v = static_cast<const char*>(sh.a.v_pool) + first;
+  b.kv_stride = sh.kv_row;
+  b.lo = (int32_t)lo;
+  b.n = (int32_t)n;
+  b.head_dim = p.head_dim;
+  b.heads = sh.group;
+  b.scale = p.scale;
+  b.sqrt_hd = sh.sqrt_hd;
+  b.softcap = p.softcap;
+  b.inv_softcap = sh.inv_softcap;
+  b.scratch = scratch;
+  return b;
 }
 
 // Asks for the K and V rows of the block at pool slots base.., offsets [lo,
@@ -170,7 +167,7 @@ KvBlock load_block(const Shape& sh, int64_t base, int64_t head_off, int64_t lo, 
 // order: no hardware prefetcher follows that, and without this each row
 // waited for memory. A hint only: it changes no arithmetic.
 void prefetch_block(const Shape& sh, int64_t base, int64_t head_off, int64_t lo, int64_t n) {
-  const int64_t elem = sh.widen ? 2 : 4;
+  const int64_t elem = sh.elem_bytes;
   const int64_t row_bytes = (int64_t)sh.a.p.head_dim * elem, stride = sh.kv_row * elem;
   const char* k = static_cast<const char*>(sh.a.k_pool) + (base * sh.kv_row + head_off) * elem;
   const char* v = static_cast<const char*>(sh.a.v_pool) + (base * sh.kv_row + head_off) * elem;
@@ -179,36 +176,6 @@ void prefetch_block(const Shape& sh, int64_t base, int64_t head_off, int64_t lo,
       __builtin_prefetch(k + o * stride + b);
       __builtin_prefetch(v + o * stride + b);
     }
-}
-
-// Folds the block's offsets [lo, n) into `r` (lo > 0 where a sliding window
-// starts inside the block).
-void fold_block(const Shape& sh, const detail::IsaKernels& isa, const Row& r, const KvBlock& b, int64_t lo, int64_t n,
-                float* scores) {
-  const AttentionParams& p = sh.a.p;
-  const int hd = p.head_dim;
-  float block_max = -INFINITY;
-  for (int64_t o = lo; o < n; ++o) {
-    const float dot = isa.dot(r.q, b.k + o * b.stride, hd);
-    // 1/sqrt(head_dim) is applied as llama2.c does, by division.
-    scores[o] = p.scale != 0.0f ? dot * p.scale : dot / sh.sqrt_hd;
-    // gemma2's soft-cap, as ggml computes it: scale by 1/cap, tanh, scale by cap.
-    if (p.softcap > 0.0f) scores[o] = p.softcap * tanhf(scores[o] * sh.inv_softcap);
-    block_max = std::max(block_max, scores[o]);
-  }
-  if (lo >= n) return;
-  if (block_max > *r.m) {
-    const float alpha = expf(*r.m - block_max);  // 0 before the first block
-    if (*r.l > 0.0f)
-      for (int d = 0; d < hd; ++d) r.acc[d] *= alpha;
-    *r.l *= alpha;
-    *r.m = block_max;
-  }
-  for (int64_t o = lo; o < n; ++o) {
-    const float e = expf(scores[o] - *r.m);
-    *r.l += e;
-    isa.axpy(e, b.v + o * b.stride, r.acc, hd);
-  }
 }
 
 // Merges the next piece into `into` (the merge of the pieces before it; an
@@ -241,7 +208,6 @@ void finish(const Row& r, int head_dim) {
 // pool), each asking for its rows of the next block first.
 void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64_t piece, int64_t n_pieces,
                   float* partials, float* lane) {
-  float* scores = lane;
   const AttentionParams& p = sh.a.p;
   const int64_t t = sh.a.query_start[s];
   const int64_t len = sh.kv_len(s, t);
@@ -255,16 +221,39 @@ void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int
   const int64_t end = std::min(len, (piece + 1) * span);
   const int64_t first = sh.kv_first(t);
   // Blocks wholly before the window are skipped (a piece of none adds nothing when merged).
-  for (int64_t j0 = std::max(piece * span, first / p.block_size * p.block_size); j0 < end; j0 += p.block_size) {
+  const int64_t j_begin = std::max(piece * span, first / p.block_size * p.block_size);
+  // The kernel calls run block by block, KV head by KV head; each asks for
+  // the next call's rows as it scores its own, a row per position
+  // (AttentionBlock::next_k), and the first call's are asked for here.
+  // Spread so, the requests overlap the arithmetic: asking for a call's 128
+  // lines at once before it starts took 1.5 x as long at 8K (f16), and
+  // asking two or three calls ahead did no better than one.
+  if (j_begin < end)
+    prefetch_block(sh, (int64_t)table[j_begin / p.block_size] * p.block_size, 0, 0,
+                   std::min<int64_t>(p.block_size, end - j_begin));
+  for (int64_t j0 = j_begin; j0 < end; j0 += p.block_size) {
     const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
     const int64_t lo = std::max<int64_t>(0, first - j0), n = std::min<int64_t>(p.block_size, end - j0);
     const int64_t next = j0 + p.block_size;
     const int64_t next_base = next < end ? (int64_t)table[next / p.block_size] * p.block_size : 0;
+    const int64_t next_n = next < end ? std::min<int64_t>(p.block_size, end - next) : 0;
     for (int g = 0; g < p.n_kv_heads; ++g) {
-      if (next < end)
-        prefetch_block(sh, next_base, (int64_t)g * p.head_dim, 0, std::min<int64_t>(p.block_size, end - next));
-      const KvBlock b = load_block(sh, base, (int64_t)g * p.head_dim, lo, n, lane + widened_offset(p));
-      for (int hh = 0; hh < sh.group; ++hh) fold_block(sh, isa, row((int64_t)g * sh.group + hh), b, lo, n, scores);
+      detail::AttentionBlock b = block_args(sh, base, g, lo, n, lane);
+      const Row first_head = row((int64_t)g * sh.group);
+      b.q = first_head.q;
+      b.q_stride = p.head_dim;
+      b.acc = first_head.acc;
+      b.m = first_head.m;
+      b.l = first_head.l;
+      b.acc_stride = b.ml_stride = n_pieces * partial_floats(p);
+      const detail::AttentionBlock after = g + 1 < p.n_kv_heads ? block_args(sh, base, g + 1, 0, n, lane)
+                                                                 : block_args(sh, next_base, 0, 0, next_n, lane);
+      if (g + 1 < p.n_kv_heads || next_n > 0) {
+        b.next_k = after.k;
+        b.next_v = after.v;
+        b.next_n = after.n;
+      }
+      isa.attention_block(b);
     }
   }
 }
@@ -290,14 +279,11 @@ void merge_pieces(const Shape& sh, int32_t s, int h, float* partials, int64_t n_
 void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64_t t0, int64_t nq, int g, float* lane) {
   const AttentionParams& p = sh.a.p;
   const int64_t rows = kQueryTile * sh.group;
-  float* scores = lane;
-  float* widened = lane + widened_offset(p);
   float* merged_m = lane + tile_state_offset(p);
   float* merged_l = merged_m + rows;
   float* piece_m = merged_l + rows;
   float* piece_l = piece_m + rows;
   float* piece_acc = piece_l + rows;
-  const int64_t head_off = (int64_t)g * p.head_dim;
   const int32_t* table = sh.a.block_tables + (int64_t)s * sh.a.max_blocks_per_seq;
   int64_t kv_end = 0, kv_begin = INT64_MAX;
   for (int64_t i = 0; i < nq; ++i) {
@@ -328,25 +314,24 @@ void query_tile(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int64
          j0 += p.block_size) {
       const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
       if (const int64_t next = j0 + p.block_size; next < kv_end)
-        prefetch_block(sh, (int64_t)table[next / p.block_size] * p.block_size, head_off, 0,
+        prefetch_block(sh, (int64_t)table[next / p.block_size] * p.block_size, (int64_t)g * p.head_dim, 0,
                        std::min<int64_t>(p.block_size, kv_end - next));
-      // The block's offsets any row of the tile reads, widened once for all of them.
-      int64_t block_lo = p.block_size, block_n = 0;
-      for (int64_t i = 0; i < nq; ++i) {
-        const int64_t n = std::min<int64_t>(p.block_size, sh.kv_len(s, t0 + i) - j0);
-        const int64_t lo = std::max<int64_t>(0, sh.kv_first(t0 + i) - j0);
-        if (n <= lo) continue;
-        block_lo = std::min(block_lo, lo);
-        block_n = std::max(block_n, n);
-      }
-      if (block_n <= block_lo) continue;
-      const KvBlock b = load_block(sh, base, head_off, block_lo, block_n, widened);
+      // Each row folds the block with the decode's kernel call; the rows
+      // after the first read the block from L1.
       for (int64_t i = 0; i < nq; ++i) {
         const int64_t n = std::min<int64_t>(p.block_size, sh.kv_len(s, t0 + i) - j0);
         const int64_t lo = std::max<int64_t>(0, sh.kv_first(t0 + i) - j0);
         if (n <= lo) continue;  // causal: this row's context ended in an earlier block; or its window starts later
-        for (int hh = 0; hh < sh.group; ++hh)
-          fold_block(sh, isa, first ? merged(i, hh) : piece(i, hh), b, lo, n, scores);
+        detail::AttentionBlock b = block_args(sh, base, g, lo, n, lane);
+        const Row first_head = first ? merged(i, 0) : piece(i, 0);
+        b.q = first_head.q;
+        b.q_stride = p.head_dim;
+        b.acc = first_head.acc;
+        b.acc_stride = p.head_dim;
+        b.m = first_head.m;
+        b.l = first_head.l;
+        b.ml_stride = 1;
+        isa.attention_block(b);
       }
     }
     if (!first)
@@ -371,6 +356,8 @@ int64_t attention_decode_pieces(const AttentionParams& p, int64_t n_decode, int6
   return split_decodes(n_decode, n_threads) ? piece_count(context, p.block_size) : 1;
 }
 
+void attention_exp(const float* x, float* y, int64_t n) { detail::active_kernels().attention_exp(x, y, n); }
+
 void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
   const AttentionParams& p = a.p;
   const detail::IsaKernels& isa = detail::active_kernels();
@@ -383,7 +370,7 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
                  sqrtf((float)p.head_dim),
                  p.softcap > 0.0f ? 1.0f / p.softcap : 0.0f,
                  split_decodes(n_decode, pf.num_threads()),
-                 a.kv_dtype == DType::f16 ? isa.f16_to_f32 : a.kv_dtype == DType::bf16 ? isa.bf16_to_f32 : nullptr};
+                 a.kv_dtype == DType::f16 || a.kv_dtype == DType::bf16 ? 2 : 4};
 
   int64_t n_units = 0, n_pieces = 0;
   for (int32_t s = 0; s < a.n_seqs; ++s) {

@@ -58,6 +58,11 @@ size_t attention_workspace_bytes(const AttentionParams& p, const AttentionWorksp
 // few to fill the threads, else 1. It changes who computes what, never a
 // result; for tests that must know the split path runs.
 int64_t attention_decode_pieces(const AttentionParams& p, int64_t n_decode, int64_t context, int n_threads);
+// y = exp(x) elementwise with the active ISA family's vector exp, the one
+// paged_attention's softmax uses (x <= 88; 0 below ln(FLT_MIN) = -87.3365
+// and at -inf);
+// for tests that hold it to std::exp.
+void attention_exp(const float* x, float* y, int64_t n);
 
 void embedding(const EmbeddingArgs& a, ParallelFor& pf);
 void rms_norm(const RmsNormArgs& a, ParallelFor& pf);

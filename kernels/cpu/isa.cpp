@@ -131,6 +131,8 @@ constexpr IsaKernels kPortable{
     .bf16_to_f32 = bf16_to_f32__portable,
     .f32_to_f16 = f32_to_f16__portable,
     .f32_to_bf16 = f32_to_bf16__portable,
+    .attention_block = attention_block__portable,
+    .attention_exp = attention_exp__portable,
 };
 #if defined(TESSERA_X86)
 constexpr IsaKernels kAvx2{
@@ -159,6 +161,8 @@ constexpr IsaKernels kAvx2{
     .bf16_to_f32 = bf16_to_f32__avx2,
     .f32_to_f16 = f32_to_f16__avx2,
     .f32_to_bf16 = f32_to_bf16__avx2,
+    .attention_block = attention_block__avx2,
+    .attention_exp = attention_exp__avx2,
 };
 constexpr IsaKernels kAvx512Vnni{
     .isa = Isa::avx512_vnni,
@@ -191,6 +195,8 @@ constexpr IsaKernels kAvx512Vnni{
     .bf16_to_f32 = bf16_to_f32__avx512vnni,
     .f32_to_f16 = f32_to_f16__avx512vnni,
     .f32_to_bf16 = f32_to_bf16__avx512vnni,
+    .attention_block = attention_block__avx512vnni,
+    .attention_exp = attention_exp__avx512vnni,
 };
 #endif
 #if defined(TESSERA_AARCH64)
@@ -224,6 +230,8 @@ constexpr IsaKernels kNeonDotprod{
     .bf16_to_f32 = bf16_to_f32__neon_dotprod,
     .f32_to_f16 = f32_to_f16__portable,  // the KV pools' rounding on append (portable's, bit for bit)
     .f32_to_bf16 = f32_to_bf16__portable,
+    .attention_block = attention_block__neon_dotprod,
+    .attention_exp = attention_exp__neon_dotprod,
 };
 #endif
 }  // namespace

@@ -138,6 +138,46 @@ using FTileFn = void (*)(const float* x, int64_t ldx, int mr, const std::byte* w
 using KPanelFn = void (*)(const std::byte* x, int64_t x_stride, int64_t m, const std::byte* w, int64_t w_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy);
 
+// One block of one KV head for one query token: the query heads of the KV
+// head's group fold the block's positions [lo, n) into their online-softmax
+// states (kernels/cpu/attention.cpp). K and V are read in the pool's dtype
+// and widened in registers; each head's arithmetic is its own and in one
+// order, whatever heads share the call.
+struct AttentionBlock {
+  DType kv_dtype = DType::f32;            // f32, f16 or bf16
+  const void* k = nullptr;                // offset o's K row at k + o * kv_stride elements
+  const void* v = nullptr;                // and its V row at v + o * kv_stride
+  int64_t kv_stride = 0;
+  int32_t lo = 0, n = 0;                  // the offsets folded (lo > 0: a window starts in the block)
+  int32_t head_dim = 0, heads = 0;
+  const float* q = nullptr;               // query head h at q + h * q_stride
+  int64_t q_stride = 0;
+  float* acc = nullptr;                   // its unnormalized sum of V rows at acc + h * acc_stride
+  int64_t acc_stride = 0;
+  float* m = nullptr;                     // its running max at m[h * ml_stride], its sum of
+  float* l = nullptr;                     // exponentials at l[h * ml_stride]
+  int64_t ml_stride = 0;
+  float scale = 0.0f;                     // scores are dot * scale, or dot / sqrt_hd when scale is 0
+  float sqrt_hd = 1.0f;
+  float softcap = 0.0f, inv_softcap = 0.0f;  // softcap * tanh(score * inv_softcap) when softcap > 0
+  float* scratch = nullptr;               // attention_block_scratch_floats(block size)
+  // The next call's K and V rows (same stride and dtype), asked for while
+  // this block is scored, one row per position; none when next_n is 0.
+  const void* next_k = nullptr;
+  const void* next_v = nullptr;
+  int32_t next_n = 0;
+};
+// Query heads a kernel folds at once, and the widest vector (f32 lanes) of any family.
+constexpr int kAttentionHeadSet = 4, kAttentionMaxLanes = 16;
+namespace {
+// The scratch an AttentionBlock kernel needs for blocks of block_size positions.
+inline int64_t attention_block_scratch_floats(int64_t block_size) {
+  const int64_t padded = (block_size + kAttentionMaxLanes - 1) / kAttentionMaxLanes * kAttentionMaxLanes;
+  return (int64_t)kAttentionHeadSet * (kAttentionMaxLanes * kAttentionMaxLanes + padded);
+}
+}  // namespace
+using AttentionBlockFn = void (*)(const AttentionBlock& b);
+
 struct IsaKernels {
   Isa isa;
   const char* suffix;  // kernel-name suffix, e.g. "avx512vnni"
@@ -162,6 +202,8 @@ struct IsaKernels {
   // Rounded to nearest even, bit for bit as core/half.h (KV pools are stored so).
   void (*f32_to_f16)(const float* src, uint16_t* dst, int64_t n);
   void (*f32_to_bf16)(const float* src, uint16_t* dst, int64_t n);
+  AttentionBlockFn attention_block;
+  void (*attention_exp)(const float* x, float* y, int64_t n);  // the vector exp attention_block uses
 };
 
 // The table of active_isa() (isa.cpp assembles the tables from the kernels below).
@@ -193,6 +235,8 @@ void f16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__portable(const uint16_t* src, float* dst, int64_t n);
 void f32_to_f16__portable(const float* src, uint16_t* dst, int64_t n);
 void f32_to_bf16__portable(const float* src, uint16_t* dst, int64_t n);
+void attention_block__portable(const AttentionBlock& b);
+void attention_exp__portable(const float* x, float* y, int64_t n);
 
 #if defined(TESSERA_X86)
 void quantize_row__avx2(DType w_dtype, const float* x, int64_t k, std::byte* row);
@@ -217,6 +261,8 @@ void f16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__avx2(const uint16_t* src, float* dst, int64_t n);
 void f32_to_f16__avx2(const float* src, uint16_t* dst, int64_t n);
 void f32_to_bf16__avx2(const float* src, uint16_t* dst, int64_t n);
+void attention_block__avx2(const AttentionBlock& b);
+void attention_exp__avx2(const float* x, float* y, int64_t n);
 
 void quantize_row__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
 void quantize_row_K__avx512vnni(DType w_dtype, const float* x, int64_t k, std::byte* row);
@@ -244,6 +290,8 @@ void f16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);
 void f32_to_f16__avx512vnni(const float* src, uint16_t* dst, int64_t n);
 void f32_to_bf16__avx512vnni(const float* src, uint16_t* dst, int64_t n);
+void attention_block__avx512vnni(const AttentionBlock& b);
+void attention_exp__avx512vnni(const float* x, float* y, int64_t n);
 #endif
 
 #if defined(TESSERA_AARCH64)
@@ -260,6 +308,8 @@ float dot__neon_dotprod(const float* a, const float* b, int64_t n);
 void axpy__neon_dotprod(float a, const float* x, float* y, int64_t n);
 void f16_to_f32__neon_dotprod(const uint16_t* src, float* dst, int64_t n);
 void bf16_to_f32__neon_dotprod(const uint16_t* src, float* dst, int64_t n);
+void attention_block__neon_dotprod(const AttentionBlock& b);
+void attention_exp__neon_dotprod(const float* x, float* y, int64_t n);
 #endif
 
 }  // namespace tessera::kernels::cpu::detail

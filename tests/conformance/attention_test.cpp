@@ -5,6 +5,7 @@
 // mixed in one call; the workspace stays within attention_workspace_bytes.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -348,6 +349,30 @@ TEST_CASE("paged attention with soft-capped scores matches the reference, with a
     p.scale = 0.7f;  // large scores, so the cap bites
     check(Scenario(p, {{90, 17}, {451, 1}, {33, 33}}, rng));
   }
+}
+
+TEST_CASE("attention's vector exp is within 2e-7 of exp on every ISA, exactly 1 at 0, and 0 below ln(FLT_MIN) and at -inf") {
+  Rng rng(217);
+  std::vector<float> x = rng.floats(100003, -87.3f, 88.0f);  // not a multiple of any vector width
+  const std::vector<float> edges = {0.0f, -0.0f, -1e-30f, 1e-30f, -87.3f, 88.0f, -87.34f, -100.0f, -1e30f, -INFINITY};
+  x.insert(x.end(), edges.begin(), edges.end());
+  for_each_isa([&](cpu::Isa) {
+    std::vector<float> y(x.size(), -1.0f);
+    cpu::attention_exp(x.data(), y.data(), (int64_t)x.size());
+    double worst = 0.0;
+    size_t at = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i] < -87.33654f) {  // ln(FLT_MIN)
+        CHECK(y[i] == 0.0f);
+        continue;
+      }
+      const double want = std::exp((double)x[i]), err = std::fabs(y[i] - want) / want;
+      if (err > worst) worst = err, at = i;
+    }
+    CHECK_MESSAGE(worst <= 2e-7, "relative error " << worst << " at x = " << x[at]);
+    CHECK(y[x.size() - 10] == 1.0f);
+    CHECK(y[x.size() - 9] == 1.0f);
+  });
 }
 
 TEST_CASE("kv append writes every token's K and V rows to its mapped slot and nothing else") {

@@ -1,0 +1,68 @@
+// The paged attention inner kernel (attention_block.h) on NEON: 4 lanes, four
+// vectors (16 columns) of every head of a set in registers per pass, f16
+// widened by fcvtl, bf16 by a shift; tails go through a zeroed copy.
+#include <cstring>
+
+#include "kernels/cpu/attention_block.h"
+#include "kernels/cpu/exp_f32__neon.h"
+
+namespace tessera::kernels::cpu::detail {
+
+namespace {
+
+struct VNeon {
+  static constexpr int L = 4, kDRegs = 4;
+  using R = float32x4_t;
+  static R zero() { return vdupq_n_f32(0.0f); }
+  static R set1(float x) { return vdupq_n_f32(x); }
+  static R load(const float* p) { return vld1q_f32(p); }
+  static void store(float* p, R v) { vst1q_f32(p, v); }
+  static R load_n(const float* p, int n) {
+    float t[4] = {};
+    std::memcpy(t, p, (size_t)n * sizeof(float));
+    return vld1q_f32(t);
+  }
+  static void store_n(float* p, R v, int n) {
+    float t[4];
+    vst1q_f32(t, v);
+    std::memcpy(p, t, (size_t)n * sizeof(float));
+  }
+  static R widen(uint16x4_t h, Kv t) {
+    return t == Kv::f16 ? vcvt_f32_f16(vreinterpret_f16_u16(h)) : vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+  }
+  template <Kv T>
+  static R load_kv(const void* row, int64_t i) {
+    if constexpr (T == Kv::f32) return vld1q_f32(static_cast<const float*>(row) + i);
+    else return widen(vld1_u16(static_cast<const uint16_t*>(row) + i), T);
+  }
+  template <Kv T>
+  static R load_kv_n(const void* row, int64_t i, int n) {
+    if constexpr (T == Kv::f32) {
+      return load_n(static_cast<const float*>(row) + i, n);
+    } else {
+      uint16_t t[4] = {};
+      std::memcpy(t, static_cast<const uint16_t*>(row) + i, (size_t)n * sizeof(uint16_t));
+      return widen(vld1_u16(t), T);
+    }
+  }
+  static R fma(R a, R b, R c) { return vfmaq_f32(c, a, b); }
+  static R mul(R a, R b) { return vmulq_f32(a, b); }
+  static R div(R a, R b) { return vdivq_f32(a, b); }
+  static R add(R a, R b) { return vaddq_f32(a, b); }
+  static R sub(R a, R b) { return vsubq_f32(a, b); }
+  static R max(R a, R b) { return vmaxq_f32(a, b); }
+  static float hmax(R a) { return vmaxvq_f32(a); }
+  static float hsum(R a) { return vaddvq_f32(a); }
+  static R exp(R a) { return exp_f32x4(a); }
+  // Lane o = the sum of row o (4 rows of 4): two rounds of pairwise adds.
+  static R sum_rows(const float* rows) {
+    return vpaddq_f32(vpaddq_f32(load(rows), load(rows + 4)), vpaddq_f32(load(rows + 8), load(rows + 12)));
+  }
+};
+
+}  // namespace
+
+void attention_block__neon_dotprod(const AttentionBlock& b) { attention_block<VNeon>(b); }
+void attention_exp__neon_dotprod(const float* x, float* y, int64_t n) { exp_array<VNeon>(x, y, n); }
+
+}  // namespace tessera::kernels::cpu::detail
