@@ -73,8 +73,8 @@ case "$mode" in
       "stories260K logits match run.c within 1e-4 relative when the 48 tokens are one prefill"
       "stories260K converted to f32 GGUF gives exactly the reference ids"
       "stories260K in q8_0 GGUF keeps logits within the stated bound of the f32 model"
-      "stories260K in q8_0 and q4_0: greedy ids with rows_x4 weights are those without the repack"
-      "stories260K in q4_0: logits with rows_x4 weights equal the standard layout's bit for bit? prefill and decode"
+      "stories260K in q8_0 and q4_0: greedy ids with rows_x4 or rows_x16 weights are those without the repack"
+      "stories260K in q4_0 and q8_0: logits with rows_x4 or rows_x16 weights equal the standard layout's bit for bit? prefill and decode"
       "stories260K: the reference ids with --batch-invariant? and tessera ir --batch-invariant marks the matmuls and attention"
       "llama-2-tiny-random.gguf: every greedy reference line gives exactly run.c's ids (-p TEXT --temp 0 -n 64)"
     )
