@@ -153,10 +153,16 @@ struct K4Format {
       for (int r = 0; r < kPanelRows; ++r)
         head[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&block_of<Block>(w, row_bytes, nr, r, b0 + b)));
       for (int q = 0; q < 4; ++q) {
+        // (Immediates spelled out: a loop index is one only where the loop is unrolled, not in every build.)
         __m512i four = _mm512_castsi128_si512(head[4 * q]);
-        for (int l = 1; l < 4; ++l) four = _mm512_inserti32x4(four, head[4 * q + l], l);
+        four = _mm512_inserti32x4(four, head[4 * q + 1], 1);
+        four = _mm512_inserti32x4(four, head[4 * q + 2], 2);
+        four = _mm512_inserti32x4(four, head[4 * q + 3], 3);
         const __m512i u = k4_scales_mins_lanes(four);
-        for (int l = 0; l < 4; ++l) sm[4 * q + l] = _mm512_extracti32x4_epi32(u, l);
+        sm[4 * q + 0] = _mm512_extracti32x4_epi32(u, 0);
+        sm[4 * q + 1] = _mm512_extracti32x4_epi32(u, 1);
+        sm[4 * q + 2] = _mm512_extracti32x4_epi32(u, 2);
+        sm[4 * q + 3] = _mm512_extracti32x4_epi32(u, 3);
       }
       __m512i hd[4], v[4];  // hd[0]: d | dmin << 16; v[0], v[1]: scales 0-3, 4-7; v[2], v[3]: mins
       transpose_16x4(head, hd);
