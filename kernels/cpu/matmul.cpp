@@ -120,8 +120,10 @@ void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& i
   // are gathered back to the standard layout first (a family without
   // panel kernels is only handed rows_x16 when asked to run it).
   const bool x16 = a.w_layout == WeightLayout::rows_x16;
-  thread_local std::vector<std::byte> gathered;
+  // (A buffer per tile: this path is never preferred, and a thread_local
+  // one would outlive the call on the pool's threads.)
   blocked(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
+    std::vector<std::byte> gathered;
     if (x16) {
       gathered.resize((size_t)(nr * row_bytes));
       read_rows(WeightLayout::rows_x16, a.w_dtype, a.n, a.k, w, n0, nr, gathered.data());
