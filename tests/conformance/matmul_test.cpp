@@ -99,25 +99,31 @@ TEST_CASE("q8_0 and q4_0 matmul match reference at the panel kernels' edges (m 2
   check_shapes(DType::q4_0, kPanelShapes, 110);
 }
 
-// The few-rows pass (below 8 x rows) and the panel pass (8 and more) must
-// agree to the bit, across k-slices too (batch_invariance_test.cpp has the
-// general case at small k).
-TEST_CASE("q8_0 and q4_0: a row computed alone has the bits it has among 21 rows, k = 4160 (two k-slices), on every ISA") {
+// Rows 0, 10 and 20 computed alone, and rows 9-11 as a call of 3, must have
+// the bits they have among all.m rows, on every ISA.
+void check_rows_alone(DType t, const Shape& all, Rng& rng) {
+  const std::vector<float> x = rng.floats((size_t)(all.m * all.k));
+  const std::vector<std::byte> w = random_weights(t, all.n, all.k, rng);
+  for_each_isa([&](cpu::Isa) {
+    INFO(name(t) << " kernel = " << cpu::matmul_kernel_name(t, all.m));
+    const std::vector<float> y = run_cpu(t, x, w, all);
+    for (int64_t r : {0, 10, 20}) {
+      const std::vector<float> xr(x.begin() + r * all.k, x.begin() + (r + 1) * all.k);
+      const std::vector<float> alone = run_cpu(t, xr, w, {1, all.n, all.k});
+      CHECK_MESSAGE(std::memcmp(alone.data(), y.data() + r * all.n, sizeof(float) * (size_t)all.n) == 0, "row " << r << " alone");
+    }
+    const std::vector<float> x3(x.begin() + 9 * all.k, x.begin() + 12 * all.k);  // rows 9..11
+    const std::vector<float> three = run_cpu(t, x3, w, {3, all.n, all.k});
+    CHECK_MESSAGE(std::memcmp(three.data(), y.data() + 9 * all.n, sizeof(float) * (size_t)(3 * all.n)) == 0, "rows 9-11 as 3");
+  });
+}
+
+// The q8_0/q4_0 panel passes of 1, 3 and 6 rows (decode reads the whole k
+// in one slice, prefill in slices of 128 blocks) must agree to the bit
+// (batch_invariance_test.cpp has the general case at small k).
+TEST_CASE("q8_0 and q4_0: a row computed alone or among 3 has the bits it has among 21 rows, k = 4160 (two k-slices), on every ISA") {
   Rng rng(111);
-  for (DType t : {DType::q8_0, DType::q4_0}) {
-    const Shape all{21, 37, 4160};
-    const std::vector<float> x = rng.floats((size_t)(all.m * all.k));
-    const std::vector<std::byte> w = random_weights(t, all.n, all.k, rng);
-    for_each_isa([&](cpu::Isa) {
-      INFO(name(t) << " kernel = " << cpu::matmul_kernel_name(t, all.m));
-      const std::vector<float> y = run_cpu(t, x, w, all);
-      for (int64_t r : {0, 10, 20}) {
-        const std::vector<float> xr(x.begin() + r * all.k, x.begin() + (r + 1) * all.k);
-        const std::vector<float> alone = run_cpu(t, xr, w, {1, all.n, all.k});
-        CHECK(std::memcmp(alone.data(), y.data() + r * all.n, sizeof(float) * (size_t)all.n) == 0);
-      }
-    });
-  }
+  for (DType t : {DType::q8_0, DType::q4_0}) check_rows_alone(t, {21, 37, 4160}, rng);
 }
 
 TEST_CASE("q2_K, q3_K, q4_K, q5_K and q6_K matmul match reference within activation-quantization error at odd shapes on every ISA") {
@@ -141,23 +147,7 @@ TEST_CASE("q4_K, q5_K and q6_K matmul match reference at the panel kernels' edge
 // has the general case at k = 512).
 TEST_CASE("q4_K, q5_K and q6_K: a row computed alone or among 3 has the bits it has among 21 rows, k = 4352 (three k-slices), n = 37, on every ISA") {
   Rng rng(160);
-  for (DType t : {DType::q4_K, DType::q5_K, DType::q6_K}) {
-    const Shape all{21, 37, 4352};
-    const std::vector<float> x = rng.floats((size_t)(all.m * all.k));
-    const std::vector<std::byte> w = random_weights(t, all.n, all.k, rng);
-    for_each_isa([&](cpu::Isa) {
-      INFO(name(t) << " kernel = " << cpu::matmul_kernel_name(t, all.m));
-      const std::vector<float> y = run_cpu(t, x, w, all);
-      for (int64_t r : {0, 10, 20}) {
-        const std::vector<float> xr(x.begin() + r * all.k, x.begin() + (r + 1) * all.k);
-        const std::vector<float> alone = run_cpu(t, xr, w, {1, all.n, all.k});
-        CHECK_MESSAGE(std::memcmp(alone.data(), y.data() + r * all.n, sizeof(float) * (size_t)all.n) == 0, "row " << r << " alone");
-      }
-      const std::vector<float> x3(x.begin() + 9 * all.k, x.begin() + 12 * all.k);  // rows 9..11
-      const std::vector<float> three = run_cpu(t, x3, w, {3, all.n, all.k});
-      CHECK_MESSAGE(std::memcmp(three.data(), y.data() + 9 * all.n, sizeof(float) * (size_t)(3 * all.n)) == 0, "rows 9-11 as 3");
-    });
-  }
+  for (DType t : {DType::q4_K, DType::q5_K, DType::q6_K}) check_rows_alone(t, {21, 37, 4352}, rng);
 }
 
 TEST_CASE(
