@@ -69,22 +69,28 @@ struct PieceOffsets {
   }
 };
 
+// Rows [r0, r0 + nr) of a weight held as `from` to rows [r1, r1 + nr) of
+// one held as `to`, piece by piece (q8_0 and q4_0 blocks are a 2-byte scale
+// and whole code dwords).
+void copy_rows(const PieceOffsets& from, const std::byte* in, int64_t r0, const PieceOffsets& to, std::byte* out,
+               int64_t r1, int64_t nr) {
+  const int64_t nb = from.row_bytes / from.block_bytes, pieces = 1 + (from.block_bytes - 2) / 4;
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t p = 0; p < pieces; ++p)
+        std::memcpy(out + to.piece(r1 + r, b, p), in + from.piece(r0 + r, b, p), p == 0 ? 2 : 4);
+}
+
 }  // namespace
 
 void read_rows(WeightLayout layout, DType dtype, int64_t rows, int64_t cols, const std::byte* bytes, int64_t r0,
                int64_t nr, std::byte* dst) {
-  const int64_t bb = traits(dtype).block_bytes, nb = cols / traits(dtype).block_elems, row_bytes = nb * bb;
+  const int64_t bb = traits(dtype).block_bytes, row_bytes = cols / traits(dtype).block_elems * bb;
   if (layout == WeightLayout::rows) {
     std::memcpy(dst, bytes + r0 * row_bytes, (size_t)(nr * row_bytes));
     return;
   }
-  const int64_t pieces = 1 + (bb - 2) / 4;
-  const PieceOffsets src{row_bytes, bb, rows, layout};
-  for (int64_t r = 0; r < nr; ++r)
-    for (int64_t b = 0; b < nb; ++b)
-      for (int64_t p = 0; p < pieces; ++p)
-        std::memcpy(dst + r * row_bytes + b * bb + (p == 0 ? 0 : 2 + 4 * (p - 1)), bytes + src.piece(r0 + r, b, p),
-                    p == 0 ? 2 : 4);
+  copy_rows({row_bytes, bb, rows, layout}, bytes, r0, {row_bytes, bb, nr, WeightLayout::rows}, dst, 0, nr);
 }
 
 Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,
@@ -102,13 +108,7 @@ Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DT
     std::memcpy(out.data(), bytes.data(), bytes.size());
     return out;
   }
-  // q8_0 and q4_0 blocks are a 2-byte scale and whole code dwords.
-  const int64_t pieces = 1 + (bb - 2) / 4;
-  const PieceOffsets src{row_bytes, bb, rows, from}, dst{row_bytes, bb, rows, to};
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t b = 0; b < nb; ++b)
-      for (int64_t p = 0; p < pieces; ++p)
-        std::memcpy(out.data() + dst.piece(r, b, p), bytes.data() + src.piece(r, b, p), p == 0 ? 2 : 4);
+  copy_rows({row_bytes, bb, rows, from}, bytes.data(), 0, {row_bytes, bb, rows, to}, out.data(), 0, rows);
   return out;
 }
 
