@@ -1,8 +1,9 @@
 // Matmul dispatch, blocking and threading, shared by every ISA family.
 //   q8_0, q4_0 on avx512_vnni: x rows are quantized to q8 blocks in the
 //               workspace, then the weights go in groups of 16 rows to the
-//               panel kernels, which unpack each group once and pass every
-//               x row over it (block32_panel_gemm__avx512vnni.cpp).
+//               panel kernels, which read rows_x16 in place (other layouts
+//               gathered to it a k-slice at a time) and pass every x row
+//               over each group (block32_panel_gemm__avx512vnni.cpp).
 //   q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl: x rows are quantized to q8 blocks
 //               of 32 in the workspace (with per-block sums for q4_1 and
 //               q5_1's mins, as ggml's q8_1), then the ISA's integer tiles
@@ -96,20 +97,19 @@ void blocked(const MatmulArgs& a, ParallelFor& pf, int64_t w_row_bytes, const Ti
   });
 }
 
-// x rows to qx rows in the workspace (row stride qx_row_bytes(k)), in the
-// layout this family's quantize_row writes for the weight type.
-std::byte* quantize_qx(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa) {
-  const int64_t xs = detail::qx_row_bytes(a.k);
+// x rows quantized by `quantize` (the family's quantize_row for qx rows,
+// quantize_row_K for q8_K rows) into the workspace, row stride xs.
+std::byte* quantize_x(const MatmulArgs& a, ParallelFor& pf, int64_t xs, detail::QuantizeRowFn quantize) {
   auto* qx = static_cast<std::byte*>(a.workspace);
   detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) isa.quantize_row(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
+    for (int64_t r = r0; r < r1; ++r) quantize(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
   });
   return qx;
 }
 
 void quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QTileFn tile_fn) {
   const int64_t xs = detail::qx_row_bytes(a.k);
-  std::byte* qx = quantize_qx(a, pf, isa);
+  std::byte* qx = quantize_x(a, pf, xs, isa.quantize_row);
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const int64_t block_bytes = traits(a.w_dtype).block_bytes;
   const bool x4 = a.w_layout == WeightLayout::rows_x4;
@@ -152,7 +152,7 @@ detail::QPanelFn qx_panel(const detail::IsaKernels& isa, DType t) {
 void panel_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::QPanelFn panel_fn) {
   constexpr int64_t kPanelRows = 16, kPanelCall = 8;
   const int64_t xs = detail::qx_row_bytes(a.k);
-  std::byte* qx = quantize_qx(a, pf, isa);
+  std::byte* qx = quantize_x(a, pf, xs, isa.quantize_row);
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const int64_t block_bytes = traits(a.w_dtype).block_bytes;
   const bool x4 = a.w_layout == WeightLayout::rows_x4, x16 = a.w_layout == WeightLayout::rows_x16;
@@ -216,16 +216,6 @@ detail::QTileFn q8_K_tile(const detail::IsaKernels& isa, DType t) {
   }
 }
 
-// x rows to q8_K in the workspace (row stride q8_K_row_bytes(k)).
-std::byte* quantize_q8_K(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa) {
-  const int64_t xs = detail::q8_K_row_bytes(a.k);
-  auto* qx = static_cast<std::byte*>(a.workspace);
-  detail::parallel_for(pf, a.m, std::max<int64_t>(1, 16384 / a.k), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) isa.quantize_row_K(a.w_dtype, a.x + r * a.k, a.k, qx + r * xs);
-  });
-  return qx;
-}
-
 // The K-quant panel kernels (isa_kernels.h), or null for a type or family without them.
 detail::KPanelFn k_panel(const detail::IsaKernels& isa, DType t) {
   switch (t) {
@@ -241,7 +231,7 @@ detail::KPanelFn k_panel(const detail::IsaKernels& isa, DType t) {
 // panels, a k-slice at a time), the epilogue after each.
 void q8_K_panels(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::KPanelFn panel_fn) {
   const int64_t xs = detail::q8_K_row_bytes(a.k);
-  std::byte* qx = quantize_q8_K(a, pf, isa);
+  std::byte* qx = quantize_x(a, pf, xs, isa.quantize_row_K);
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const auto* w = static_cast<const std::byte*>(a.w);
   detail::parallel_for(pf, (a.n + kKPanelCallRows - 1) / kKPanelCallRows, 1, [&](int64_t c0, int64_t c1) {
@@ -260,7 +250,7 @@ void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKerne
   if (detail::KPanelFn panel = k_panel(isa, a.w_dtype); panel != nullptr && a.m >= kKPanelMinRows)
     return q8_K_panels(a, pf, isa, panel);
   const int64_t xs = detail::q8_K_row_bytes(a.k);
-  std::byte* qx = quantize_q8_K(a, pf, isa);
+  std::byte* qx = quantize_x(a, pf, xs, isa.quantize_row_K);
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const int64_t block_bytes = traits(a.w_dtype).block_bytes;
   const auto* w = static_cast<const std::byte*>(a.w);
