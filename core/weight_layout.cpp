@@ -22,15 +22,27 @@ std::optional<WeightLayout> weight_layout_from_name(std::string_view n) {
   return std::nullopt;
 }
 
+namespace {
+
+bool is_plain(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+}  // namespace
+
 Status check_weight_layout(WeightLayout layout, DType dtype, const Shape& shape, std::string_view what) {
   if (layout == WeightLayout::rows) return Status::ok();
-  const std::string w(what);
-  if (dtype != DType::q8_0 && dtype != DType::q4_0)
-    return invalid_argument(w + ": layout=" + std::string(name(layout)) + " holds q8_0 or q4_0 weights, got " +
+  const std::string w(what), l(name(layout));
+  const bool plain_ok = layout == WeightLayout::rows_x16 && is_plain(dtype);
+  if (dtype != DType::q8_0 && dtype != DType::q4_0 && !plain_ok)
+    return invalid_argument(w + ": layout=" + l +
+                            (layout == WeightLayout::rows_x16 ? " holds q8_0, q4_0, f32, f16 or bf16 weights, got "
+                                                              : " holds q8_0 or q4_0 weights, got ") +
                             std::string(name(dtype)));
   if (shape.rank != 2 || shape[0] < 1 || shape[1] < 1 || !is_whole_blocks(dtype, shape[1]))
-    return invalid_argument(w + ": layout=" + std::string(name(layout)) +
-                            " holds a 2-D weight of whole blocks per row, got shape " + shape.to_string());
+    return invalid_argument(w + ": layout=" + l + " holds a 2-D weight of whole blocks per row, got shape " +
+                            shape.to_string());
+  if (is_plain(dtype) && bytes_for(dtype, shape[1]) % 4 != 0)
+    return invalid_argument(w + ": layout=" + l + " holds " + std::string(name(dtype)) +
+                            " rows of whole 4-byte words (an even row width), got shape " + shape.to_string());
   return Status::ok();
 }
 
@@ -39,10 +51,13 @@ namespace {
 // Where row r's block b lies in a layout, as byte offsets of its pieces: the
 // scale (2 bytes) and each code dword (the rest of the block, 4 bytes each).
 // Every layout here splits a block into these pieces and nothing smaller.
+// f32, f16 and bf16 rows (rows_x16 only) are taken as blocks of one dword
+// and no scale: dword b of row r is block b's one piece.
 struct PieceOffsets {
   int64_t row_bytes, block_bytes;
   int64_t rows;
   WeightLayout layout;
+  int64_t scale_bytes = 2;  // 0 for f32, f16, bf16
 
   int64_t group_of(int64_t r) const {
     const int64_t g = layout == WeightLayout::rows_x4 ? kRowsX4Group : kRowsX16Group;
@@ -51,9 +66,14 @@ struct PieceOffsets {
   int64_t width(int64_t g0) const {
     return std::min<int64_t>(layout == WeightLayout::rows_x4 ? kRowsX4Group : kRowsX16Group, rows - g0);
   }
-  // Offset of piece p of row r's block b: p = 0 the scale, p = 1 + j code dword j.
+  int64_t pieces() const { return (scale_bytes > 0 ? 1 : 0) + (block_bytes - scale_bytes) / 4; }
+  int64_t piece_bytes(int64_t p) const { return scale_bytes > 0 && p == 0 ? scale_bytes : 4; }
+  // Offset of piece p of row r's block b: with a scale, p = 0 the scale and
+  // p = 1 + j code dword j; without, p = j dword j.
   int64_t piece(int64_t r, int64_t b, int64_t p) const {
-    const int64_t in_block = p == 0 ? 0 : 2 + 4 * (p - 1);
+    const bool scaled = scale_bytes > 0;
+    const int64_t dword = scaled ? p - 1 : p;
+    const int64_t in_block = scaled && p == 0 ? 0 : scale_bytes + 4 * dword;
     switch (layout) {
       case WeightLayout::rows: return r * row_bytes + b * block_bytes + in_block;
       case WeightLayout::rows_x4: {
@@ -62,35 +82,42 @@ struct PieceOffsets {
       }
       case WeightLayout::rows_x16: {
         const int64_t g0 = group_of(r), w = width(g0), base = g0 * row_bytes + b * w * block_bytes;
-        return p == 0 ? base + 2 * (r - g0) : base + 2 * w + 4 * ((p - 1) * w + (r - g0));
+        return scaled && p == 0 ? base + scale_bytes * (r - g0) : base + scale_bytes * w + 4 * (dword * w + (r - g0));
       }
     }
     return 0;
   }
 };
 
+// A [rows, cols] weight of dtype held in layout, as pieces.
+PieceOffsets pieces_of(DType dtype, int64_t rows, int64_t cols, WeightLayout layout) {
+  const int64_t row_bytes = (int64_t)bytes_for(dtype, cols);
+  if (is_plain(dtype)) return {row_bytes, 4, rows, layout, 0};
+  return {row_bytes, traits(dtype).block_bytes, rows, layout, 2};
+}
+
 // Rows [r0, r0 + nr) of a weight held as `from` to rows [r1, r1 + nr) of
 // one held as `to`, piece by piece (q8_0 and q4_0 blocks are a 2-byte scale
 // and whole code dwords).
 void copy_rows(const PieceOffsets& from, const std::byte* in, int64_t r0, const PieceOffsets& to, std::byte* out,
                int64_t r1, int64_t nr) {
-  const int64_t nb = from.row_bytes / from.block_bytes, pieces = 1 + (from.block_bytes - 2) / 4;
+  const int64_t nb = from.row_bytes / from.block_bytes, pieces = from.pieces();
   for (int64_t r = 0; r < nr; ++r)
     for (int64_t b = 0; b < nb; ++b)
       for (int64_t p = 0; p < pieces; ++p)
-        std::memcpy(out + to.piece(r1 + r, b, p), in + from.piece(r0 + r, b, p), p == 0 ? 2 : 4);
+        std::memcpy(out + to.piece(r1 + r, b, p), in + from.piece(r0 + r, b, p), (size_t)from.piece_bytes(p));
 }
 
 }  // namespace
 
 void read_rows(WeightLayout layout, DType dtype, int64_t rows, int64_t cols, const std::byte* bytes, int64_t r0,
                int64_t nr, std::byte* dst) {
-  const int64_t bb = traits(dtype).block_bytes, row_bytes = cols / traits(dtype).block_elems * bb;
+  const int64_t row_bytes = (int64_t)bytes_for(dtype, cols);
   if (layout == WeightLayout::rows) {
     std::memcpy(dst, bytes + r0 * row_bytes, (size_t)(nr * row_bytes));
     return;
   }
-  copy_rows({row_bytes, bb, rows, layout}, bytes, r0, {row_bytes, bb, nr, WeightLayout::rows}, dst, 0, nr);
+  copy_rows(pieces_of(dtype, rows, cols, layout), bytes, r0, pieces_of(dtype, nr, cols, WeightLayout::rows), dst, 0, nr);
 }
 
 Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,
@@ -98,7 +125,7 @@ Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DT
   const std::string what = "repack to " + std::string(name(to));
   const WeightLayout checked = to != WeightLayout::rows ? to : from;
   TS_TRY(check_weight_layout(checked, dtype, Shape{rows, cols}, what));
-  const int64_t bb = traits(dtype).block_bytes, nb = cols / traits(dtype).block_elems, row_bytes = nb * bb;
+  const int64_t row_bytes = (int64_t)bytes_for(dtype, cols);
   if ((int64_t)bytes.size() != rows * row_bytes)
     return invalid_argument(what + ": " + std::to_string(bytes.size()) + " bytes; a " + std::string(name(dtype)) + "[" +
                             std::to_string(rows) + ", " + std::to_string(cols) + "] weight has " +
@@ -108,7 +135,7 @@ Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DT
     std::memcpy(out.data(), bytes.data(), bytes.size());
     return out;
   }
-  copy_rows({row_bytes, bb, rows, from}, bytes.data(), 0, {row_bytes, bb, rows, to}, out.data(), 0, rows);
+  copy_rows(pieces_of(dtype, rows, cols, from), bytes.data(), 0, pieces_of(dtype, rows, cols, to), out.data(), 0, rows);
   return out;
 }
 

@@ -37,6 +37,11 @@ enum class WeightLayout : uint8_t {
   // over its own width w (no padding): group g starts at row 16g's standard
   // offset, block b's piece at b * w blocks past it, scales first (2w
   // bytes), then w dwords per code dword (q8_0 has 8, q4_0 4).
+  // f32, f16 and bf16 rows (of whole dwords: an even width for the 16-bit
+  // types) are split the same way with no scale: dword j of the group's
+  // rows together (row r's bytes 4j..4j+3 at 16 * 4j + 4r; one f32
+  // element, or a pair of f16/bf16 elements), for the float panels
+  // (kernels/cpu/float_panel_gemm__avx512vnni.cpp).
   rows_x16,
 };
 inline constexpr int kRowsX4Group = 4;

@@ -64,7 +64,10 @@ WeightLayout CpuKernelTable::preferred_weight_layout(const LayoutQuery& q) const
 
 bool CpuKernelTable::reads_weight_layout(const LayoutQuery& q, WeightLayout l) const {
   if (l == WeightLayout::rows) return true;
-  return is_matmul(q.op) && (q.weight_dtype == DType::q8_0 || q.weight_dtype == DType::q4_0);
+  if (!is_matmul(q.op)) return false;
+  // What core/weight_layout.h lets each layout hold (checked again per weight).
+  const bool plain = q.weight_dtype == DType::f32 || q.weight_dtype == DType::f16 || q.weight_dtype == DType::bf16;
+  return q.weight_dtype == DType::q8_0 || q.weight_dtype == DType::q4_0 || (plain && l == WeightLayout::rows_x16);
 }
 
 }  // namespace tessera::cpu

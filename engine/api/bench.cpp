@@ -52,6 +52,7 @@ Expected<OpBenchReport> time_cpu_op(const OpBenchOptions& o) {
   const auto kv_type = dtype_from_name(o.kv_type);
   if (!kv_type) return invalid_argument("--kv-type: '" + o.kv_type + "' is not a dtype; expected f32, f16 or bf16");
   shape.dtype = *type, shape.kv_dtype = *kv_type;
+  shape.batch_invariant = o.batch_invariant;
   shape.m = o.m, shape.k = o.k, shape.n = o.n;
   shape.heads = o.heads, shape.kv_heads = o.kv_heads, shape.head_dim = o.head_dim, shape.ctx = o.ctx, shape.q_len = o.q_len;
   if (o.threads < 0) return invalid_argument("--threads: expected a positive number of threads, got " + std::to_string(o.threads));

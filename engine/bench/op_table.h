@@ -27,6 +27,7 @@ struct OpShape {
   int64_t m = 4096, k = 4096, n = 1;
   int32_t heads = 32, kv_heads = 8, head_dim = 128, ctx = 4096, q_len = 1;
   DType kv_dtype = DType::f32;
+  bool batch_invariant = false;  // matmul: tile.batch_invariant (docs/backends.md, "Batch invariance")
 };
 
 struct OpCostFigures {

@@ -172,6 +172,7 @@ struct OpBenchOptions {
   std::string kv_type = "f32";
   int32_t threads = 0;  // 0: the CPU backend's default
   bool hot = false;
+  bool batch_invariant = false;  // matmul: the batch-invariant kernels (docs/backends.md)
 };
 
 struct OpBenchReport {

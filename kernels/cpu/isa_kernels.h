@@ -138,6 +138,26 @@ using FTileFn = void (*)(const float* x, int64_t ldx, int mr, const std::byte* w
 using KPanelFn = void (*)(const std::byte* x, int64_t x_stride, int64_t m, const std::byte* w, int64_t w_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy);
 
+// y[i * ldy + r] = dot(x row i, w row r) for every i < m, r < n: x rows f32
+// (stride ldx floats), w rows f32, f16 or bf16, n <= kFPanelCallRows, the
+// call's first row a multiple of 16 (float_panel_gemm__avx512vnni.cpp).
+// Weights in rows (row r at w + r * w_row_bytes) are unpacked per k-slice
+// into panels whose vector lanes are 16 rows; in rows_x16 (x16) a group of
+// 16 is such a panel already and is read in place (its last group, of
+// n % 16 rows, copied). Every x row passes over the panels. Each output is
+// summed element by element in k order from zero, whatever m, the layout or
+// the call, so a row's bits never depend on the step.
+struct FPanelCall {
+  const float* x = nullptr;
+  int64_t ldx = 0, m = 0;
+  const std::byte* w = nullptr;
+  int64_t w_row_bytes = 0, n = 0, k = 0;
+  bool x16 = false;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+constexpr int64_t kFPanelCallRows = 128;
+using FPanelFn = void (*)(const FPanelCall& c);
 // One block of one KV head for one query token: the query heads of the KV
 // head's group fold the block's positions [lo, n) into their online-softmax
 // states (kernels/cpu/attention.cpp). K and V are read in the pool's dtype
@@ -195,6 +215,10 @@ struct IsaKernels {
   // up (the tiles below it), over the same q8_K rows.
   KPanelFn q4_K_panel = nullptr, q5_K_panel = nullptr, q6_K_panel = nullptr;
   FTileFn f32_tile, f16_tile, bf16_tile;
+  // Where set, these run those types at every row count instead of the
+  // tiles. bf16_panel multiplies in bf16 (x rounded to bf16, as ggml does
+  // for bf16 weights) where bf16_panel_dots().
+  FPanelFn f32_panel = nullptr, f16_panel = nullptr, bf16_panel = nullptr;
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*axpy)(float a, const float* x, float* y, int64_t n);  // y += a * x
   void (*f16_to_f32)(const uint16_t* src, float* dst, int64_t n);
@@ -284,6 +308,15 @@ void q6_K_panel__avx512vnni(const std::byte*, int64_t, int64_t, const std::byte*
 void f32_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void f16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
 void bf16_tile__avx512vnni(const float*, int64_t, int, const std::byte*, int64_t, int, int64_t, float*, int64_t);
+void f32_panel__avx512vnni(const FPanelCall&);
+void f16_panel__avx512vnni(const FPanelCall&);
+void bf16_panel__avx512vnni(const FPanelCall&);
+// Whether bf16_panel__avx512vnni multiplies in bf16 (vdpbf16ps) rather than
+// widening to f32: only where the CPU has AVX512-BF16 (Cooper Lake,
+// Sapphire Rapids, Zen 4 and later) and TESSERA_CPU_BF16_DOT=1 asks for it,
+// since rounding x to bf16 moves a model's logits past the zoo's bf16 bound
+// (docs/backends.md, "Float panels").
+bool bf16_panel_dots();
 float dot__avx512vnni(const float* a, const float* b, int64_t n);
 void axpy__avx512vnni(float a, const float* x, float* y, int64_t n);
 void f16_to_f32__avx512vnni(const uint16_t* src, float* dst, int64_t n);

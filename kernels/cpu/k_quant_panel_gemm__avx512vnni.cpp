@@ -32,6 +32,7 @@
 #include "kernels/cpu/k_quant_sums__avx512vnni.h"
 #include "kernels/cpu/q8_K_activations.h"
 #include "kernels/cpu/simd_util__x86.h"
+#include "kernels/cpu/transpose__avx512.h"
 
 namespace tessera::kernels::cpu::detail {
 
@@ -63,27 +64,11 @@ inline int32_t load_i32(const void* p) {
   return v;
 }
 
-// in[r] (row r, 16 dwords) to out[j] (lane r = in[r]'s dword j).
-inline void transpose_16x16(const __m512i (&in)[16], uint8_t (*out)[64]) {
-  __m512i t[16], u[16];
-  for (int p = 0; p < 8; ++p) {
-    t[2 * p] = _mm512_unpacklo_epi32(in[2 * p], in[2 * p + 1]);      // per 128 bits: a0 b0 a1 b1
-    t[2 * p + 1] = _mm512_unpackhi_epi32(in[2 * p], in[2 * p + 1]);  // a2 b2 a3 b3
-  }
-  for (int q = 0; q < 4; ++q) {  // u[4q + c], 128-bit lane L: rows 4q..4q+3, dword 4L + c
-    u[4 * q + 0] = _mm512_unpacklo_epi64(t[4 * q], t[4 * q + 2]);
-    u[4 * q + 1] = _mm512_unpackhi_epi64(t[4 * q], t[4 * q + 2]);
-    u[4 * q + 2] = _mm512_unpacklo_epi64(t[4 * q + 1], t[4 * q + 3]);
-    u[4 * q + 3] = _mm512_unpackhi_epi64(t[4 * q + 1], t[4 * q + 3]);
-  }
-  for (int c = 0; c < 4; ++c) {  // out[4L + c] = lane L of u[c], u[4 + c], u[8 + c], u[12 + c]
-    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
-    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44), v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
-    _mm512_store_si512(out[c], _mm512_shuffle_i32x4(v0, v2, 0x88));
-    _mm512_store_si512(out[4 + c], _mm512_shuffle_i32x4(v0, v2, 0xdd));
-    _mm512_store_si512(out[8 + c], _mm512_shuffle_i32x4(v1, v3, 0x88));
-    _mm512_store_si512(out[12 + c], _mm512_shuffle_i32x4(v1, v3, 0xdd));
-  }
+// transpose_16x16 (transpose__avx512.h), its 16 vectors stored at out[0..15].
+inline void store_transposed_16x16(const __m512i (&in)[16], uint8_t (*out)[64]) {
+  __m512i t[16];
+  transpose_16x16(in, t);
+  for (int j = 0; j < 16; ++j) _mm512_store_si512(out[j], t[j]);
 }
 
 // row[r] (16 bytes of row r) to out[t] (lane r = row[r]'s dword t).
@@ -144,8 +129,8 @@ struct K4Format {
       for (int h = 0; h < 2; ++h) {
         __m512i lo[16], hi[16];
         for (int r = 0; r < kPanelRows; ++r) k4_half(block_of<Block>(w, row_bytes, nr, r, b0 + b), h, lo[r], hi[r]);
-        transpose_16x16(lo, p.codes[b] + 32 * h);
-        transpose_16x16(hi, p.codes[b] + 32 * h + 16);
+        store_transposed_16x16(lo, p.codes[b] + 32 * h);
+        store_transposed_16x16(hi, p.codes[b] + 32 * h + 16);
       }
       // The 16 rows' heads (d, dmin, 12 packed bytes), unpacked as the tiles
       // do (k4_scales_mins_lanes: 8 scales, 8 mins a row), to a row a lane.
@@ -243,8 +228,8 @@ struct Q6KFormat {
           qb[r] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
                                   _mm512_and_si512(_mm512_srlv_epi16(qh, shr_b), bits45));
         }
-        transpose_16x16(qa, p.codes[b] + 32 * h);
-        transpose_16x16(qb, p.codes[b] + 32 * h + 16);
+        store_transposed_16x16(qa, p.codes[b] + 32 * h);
+        store_transposed_16x16(qb, p.codes[b] + 32 * h + 16);
       }
       // The 16 rows' i8 scales to a row a lane, widened; d by scalar loads.
       __m128i sc[16];

@@ -8,16 +8,24 @@
 //               of 32 in the workspace (with per-block sums for q4_1 and
 //               q5_1's mins, as ggml's q8_1), then the ISA's integer tiles
 //               (isa_kernels.h) run over the weights.
-//   f32:        our tiles below kOneDnnMinRows rows (decode is memory-bound,
-//               and small-m sgemm loses to its own packing), oneDNN's sgemm
-//               from there, one sequential call per parallel chunk; our tiles
+//   f32:        on avx512_vnni the float panels at every m (below), which
+//               beat oneDNN's sgemm at every m measured (docs/performance.md);
+//               elsewhere our tiles below kOneDnnMinRows rows (decode is
+//               memory-bound, and small-m sgemm loses to its own packing),
+//               oneDNN's sgemm from there, one sequential call per parallel
+//               chunk; our tiles
 //               at every m under tile.batch_invariant (sgemm sums in another
 //               order, so a row's bits would depend on the step's row count)
 //               and in builds without oneDNN (TESSERA_ONEDNN=OFF: arm64).
 // Every tile computes each output as one whole-K dot in an order set by k
 // alone (the same for any x-row tile, any row count, any position), so apart
 // from sgemm a row's bits never depend on the other rows of the step.
-//   f16, bf16:  widened on the fly inside the tiles, FMA in f32.
+//   f16, bf16:  widened on the fly inside the tiles, FMA in f32; on
+//               avx512_vnni the float panels at every m instead, which read
+//               rows_x16 in place (rows turned a k-slice at a time) and sum
+//               each output element by element in k order, invariant too
+//               (float_panel_gemm__avx512vnni.cpp; bf16 multiplies in bf16
+//               there only where TESSERA_CPU_BF16_DOT=1 asks).
 //   q2_K..q6_K, iq4_xs: x rows are quantized to q8_K blocks (one scale per
 //               256, sums per 16) in the workspace, then the ISA's integer
 //               tiles run over the weights in their GGUF layout; on
@@ -263,8 +271,58 @@ void q8_K_quantized(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKerne
 void plain(const MatmulArgs& a, ParallelFor& pf, detail::FTileFn tile_fn) {
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const auto* w = static_cast<const std::byte*>(a.w);
+  // rows_x16 (the float panels' layout) is gathered back to rows a tile at
+  // a time, as quantized() does: slow, and never preferred here.
+  const bool x16 = a.w_layout == WeightLayout::rows_x16;
   blocked(a, pf, row_bytes, [&](int64_t m0, int mr, int64_t n0, int nr) {
-    tile_fn(a.x + m0 * a.k, a.k, mr, w + n0 * row_bytes, row_bytes, nr, a.k, a.y + m0 * a.n + n0, a.n);
+    std::vector<std::byte> gathered;
+    if (x16) {
+      gathered.resize((size_t)(nr * row_bytes));
+      read_rows(WeightLayout::rows_x16, a.w_dtype, a.n, a.k, w, n0, nr, gathered.data());
+    }
+    tile_fn(a.x + m0 * a.k, a.k, mr, x16 ? gathered.data() : w + n0 * row_bytes, row_bytes, nr, a.k,
+            a.y + m0 * a.n + n0, a.n);
+  });
+}
+
+// The float panel kernel for t (isa_kernels.h), or null for a family without one.
+detail::FPanelFn f_panel(const detail::IsaKernels& isa, DType t) {
+  switch (t) {
+    case DType::f32: return isa.f32_panel;
+    case DType::f16: return isa.f16_panel;
+    case DType::bf16: return isa.bf16_panel;
+    default: return nullptr;
+  }
+}
+
+// The ISA a float panel kernel's name gives: the bf16 dot's where bf16 runs it.
+std::string f_panel_isa(DType t, const std::string& family) {
+#if defined(TESSERA_X86)
+  if (t == DType::bf16 && detail::bf16_panel_dots()) return "avx512bf16";
+#else
+  (void)t;
+#endif
+  return family;
+}
+
+// The float panel kernel over calls of up to kFPanelCallRows weight rows (16
+// a panel), one parallel item a call or more. Calls shrink to two panels
+// where the weight has too few rows to give every thread four calls.
+void float_panels(const MatmulArgs& a, ParallelFor& pf, detail::FPanelFn panel_fn) {
+  const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
+  const int64_t wanted = (a.n + 4 * pf.num_threads() - 1) / (4 * pf.num_threads());
+  const int64_t call_rows = std::clamp<int64_t>((wanted + 15) / 16 * 16, 32, detail::kFPanelCallRows);
+  const auto* w = static_cast<const std::byte*>(a.w);
+  // rows_x4 holds no plain type (check_weight_layout); rows_x16's groups
+  // start at their first row's standard offset, as rows' rows do.
+  const bool x16 = a.w_layout == WeightLayout::rows_x16;
+  detail::parallel_for(pf, (a.n + call_rows - 1) / call_rows, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t n0 = c * call_rows, n1 = std::min(a.n, n0 + call_rows);
+      panel_fn({.x = a.x, .ldx = a.k, .m = a.m, .w = w + n0 * row_bytes, .w_row_bytes = row_bytes, .n = n1 - n0,
+                .k = a.k, .x16 = x16, .y = a.y + n0, .ldy = a.n});
+      epilogue(a, 0, a.m, n0, n1);
+    }
   });
 }
 
@@ -311,7 +369,8 @@ size_t matmul_workspace_bytes(DType w_dtype, int64_t m, int64_t k) {
 }
 
 WeightLayout matmul_preferred_layout(DType w_dtype) {
-  return qx_panel(detail::active_kernels(), w_dtype) != nullptr ? WeightLayout::rows_x16 : WeightLayout::rows;
+  const detail::IsaKernels& isa = detail::active_kernels();
+  return qx_panel(isa, w_dtype) != nullptr || f_panel(isa, w_dtype) != nullptr ? WeightLayout::rows_x16 : WeightLayout::rows;
 }
 
 std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant) {
@@ -332,6 +391,7 @@ std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant) {
   const std::string isa = tile_of(active) == tile_of(portable) ? portable.suffix : active.suffix;
   const std::string shape = m == 1 ? "gemv" : "gemm";
   if (k_panel(active, w_dtype) != nullptr && m >= kKPanelMinRows) return std::string(name(w_dtype)) + "_panel_gemm__" + isa;
+  if (f_panel(active, w_dtype) != nullptr) return std::string(name(w_dtype)) + "_" + shape + "__" + f_panel_isa(w_dtype, isa);
   if (kHaveOneDnn && w_dtype == DType::f32 && m >= kOneDnnMinRows && !batch_invariant) return "f32_gemm__onednn";
   return std::string(name(w_dtype)) + "_" + shape + "__" + isa;
 }
@@ -346,10 +406,17 @@ void matmul(const MatmulArgs& a, ParallelFor& pf) {
   const detail::IsaKernels& isa = detail::active_kernels();
   switch (a.w_dtype) {
     case DType::f32:
-      if (kHaveOneDnn && a.m >= kOneDnnMinRows && a.tile.batch_invariant == 0 && onednn_sgemm(a, pf)) return;
+      if (isa.f32_panel != nullptr) return float_panels(a, pf, isa.f32_panel);
+      if (kHaveOneDnn && a.m >= kOneDnnMinRows && a.tile.batch_invariant == 0 && a.w_layout == WeightLayout::rows &&
+          onednn_sgemm(a, pf))
+        return;
       return plain(a, pf, isa.f32_tile);
-    case DType::f16: return plain(a, pf, isa.f16_tile);
-    case DType::bf16: return plain(a, pf, isa.bf16_tile);
+    case DType::f16:
+      if (isa.f16_panel != nullptr) return float_panels(a, pf, isa.f16_panel);
+      return plain(a, pf, isa.f16_tile);
+    case DType::bf16:
+      if (isa.bf16_panel != nullptr) return float_panels(a, pf, isa.bf16_panel);
+      return plain(a, pf, isa.bf16_tile);
     default:
       if (detail::QPanelFn panel = qx_panel(isa, a.w_dtype)) return panel_quantized(a, pf, isa, panel);
       if (detail::QTileFn tile = qx_tile(isa, a.w_dtype)) return quantized(a, pf, isa, tile);

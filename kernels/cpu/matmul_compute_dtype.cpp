@@ -6,13 +6,17 @@
 
 namespace tessera::kernels::cpu {
 
-ComputeDtype matmul_compute_dtype(DType w_dtype, int64_t m) {
-  (void)m;  // every row count runs the same arithmetic today; a bf16 or int8 GEMM for large m would not
+ComputeDtype matmul_compute_dtype(DType w_dtype, int64_t m, bool batch_invariant) {
   switch (w_dtype) {
-    // f16 and bf16 weights are widened to f32 inside the tiles; oneDNN's sgemm (f32, m >= 64) is FMA too.
+    // f16 and bf16 weights are widened to f32 inside the tiles and the FMA
+    // panels; oneDNN's sgemm (f32, m >= 64) is FMA too. bf16's panels on a
+    // CPU with AVX512-BF16 multiply in bf16 (vdpbf16ps), which their kernel
+    // name says.
+    case DType::bf16:
+      if (matmul_kernel_name(w_dtype, m, batch_invariant).ends_with("__avx512bf16")) return ComputeDtype::bf16_dot;
+      return ComputeDtype::f32_fma;
     case DType::f32:
-    case DType::f16:
-    case DType::bf16: return ComputeDtype::f32_fma;
+    case DType::f16: return ComputeDtype::f32_fma;
     // Every block type quantizes x to 8-bit blocks and runs integer dots (vpdpbusd, vpmaddubsw, or scalar).
     default: return ComputeDtype::int8_dot;
   }

@@ -29,7 +29,8 @@ std::string backend_of(const std::string& label) { return label.substr(0, label.
 
 // What docs/backends.md claims of the default kernels.
 bool matmul_invariant_by_default(const std::string& backend, DType w, int32_t rows) {
-  if (backend == "cpu") return w != DType::f32 || rows < 64;  // f32 from 64 rows is oneDNN's sgemm
+  // f32 from 64 rows is oneDNN's sgemm where the ISA has no float panels.
+  if (backend == "cpu") return cpu::matmul_kernel_name(w, rows).find("onednn") == std::string::npos;
   return false;  // vulkan: gemv up to 4 rows, gemm beyond, summing in other orders
 }
 bool attention_invariant_by_default(const std::string& backend) { return backend == "cpu"; }

@@ -294,11 +294,57 @@ inline std::vector<float> q8_error_bound(DType t, const std::vector<float>& x, c
   return out;
 }
 
+// Whether the CPU's matmul for t at m x rows (the active ISA, default
+// kernels) rounds x to bf16: the bf16 dot panels (kernels/cpu/
+// float_panel_gemm__avx512vnni.cpp), which multiply in bf16 as ggml and
+// oneDNN's bf16 matmuls do. backend: the device label's backend ("cpu", ...).
+inline bool rounds_x_to_bf16(const std::string& backend, DType t, int64_t m) {
+  return backend == "cpu" && cpu::matmul_compute_dtype(t, m) == ComputeDtype::bf16_dot;
+}
+
+// Worst case of rounding x to bf16 for each output: nearest even keeps 8
+// significant bits, |x - x'| <= 2^-8 |x| (the bf16 dot flushes denormals,
+// below 2^-126, too), so |y - ref| <= 2^-8 sum_j |w_j x_j|, plus f32
+// accumulation slack. t: f32, f16 or bf16.
+inline std::vector<float> bf16_x_error_bound(DType t, const std::vector<float>& x, const std::vector<std::byte>& w,
+                                             int64_t m, int64_t n, int64_t k) {
+  std::vector<float> wrow((size_t)k), out((size_t)(m * n));
+  for (int64_t r = 0; r < n; ++r) {
+    dequantize_row(t, w.data() + r * bytes_for(t, k), wrow.data(), k);
+    for (int64_t i = 0; i < m; ++i) {
+      double mag = 0.0;
+      for (int64_t j = 0; j < k; ++j) mag += std::fabs((double)wrow[(size_t)j] * x[(size_t)(i * k + j)]);
+      out[(size_t)(i * n + r)] = (float)(mag * (std::ldexp(1.0, -8) * 1.001 + 1e-5) + k * 1e-37 + 1e-30);
+    }
+  }
+  return out;
+}
+
 // How many outputs of y lie further from ref than worst allows.
 inline size_t beyond_bound(const std::vector<float>& y, const std::vector<float>& ref, const std::vector<float>& worst) {
   size_t over = 0;
   for (size_t i = 0; i < worst.size(); ++i) over += !(std::fabs(y[i] - ref[i]) <= worst[i]);
   return over;
+}
+
+struct MatmulShape {
+  int64_t m, n, k;
+};
+
+// A plain-weight (f32, f16, bf16) matmul's output y on device `label`
+// against the reference's: within 1e-5 relative, or, where the device's
+// kernel rounds x to bf16, every output within bf16_x_error_bound and, with
+// 32 outputs or more, the whole within 4e-3 relative (~2^-9.5 rms for
+// uniform x).
+inline void check_plain_output(const std::string& label, DType t, const std::vector<float>& x,
+                               const std::vector<std::byte>& w, MatmulShape s, const std::vector<float>& y,
+                               const std::vector<float>& expect) {
+  if (!rounds_x_to_bf16(label.substr(0, label.find(':')), t, s.m)) {
+    CHECK(rel_error(y, expect) <= 1e-5);
+    return;
+  }
+  if (y.size() >= 32) CHECK(rel_error(y, expect) <= 4e-3);  // a handful of dots can cancel to a tiny ||ref||
+  CHECK(beyond_bound(y, expect, bf16_x_error_bound(t, x, w, s.m, s.n, s.k)) == 0);
 }
 
 }  // namespace tessera::testing

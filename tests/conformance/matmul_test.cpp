@@ -1,6 +1,7 @@
 // CPU matmul against the reference (weights dequantized by their format's
 // definition, x in f32, f64 accumulation), for every weight dtype, every
 // runnable ISA, and odd shapes.
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -26,7 +27,12 @@ struct Shape {
 //    (8-bit, one scale per 256): for uniform x the largest |x| of 256 is as
 //    close to the range end as that of 32, so the rms cost is the same
 //    ~0.4%: 1e-2, and the worst case (q8_error_bound, conformance.h) with d per 256.
-double bound(DType t) { return quantizes_x(t) ? 1e-2 : 1e-5; }
+//  bf16 where the kernel multiplies in bf16 (rounds_x_to_bf16): x rounded to
+//    8 significant bits, ~2^-9.5 rms for uniform x: 4e-3, and the worst case
+//    (bf16_x_error_bound, conformance.h) per output.
+double bound(DType t, int64_t m) {
+  return quantizes_x(t) ? 1e-2 : rounds_x_to_bf16("cpu", t, m) ? 4e-3 : 1e-5;
+}
 
 std::vector<float> run_reference(DType t, const std::vector<float>& x, const std::vector<std::byte>& w, Shape s) {
   std::vector<float> y((size_t)(s.m * s.n));
@@ -56,9 +62,11 @@ void check_shapes(DType t, const std::vector<Shape>& shapes, uint64_t salt) {
       // The norm check needs enough outputs, and with block mins enough x
       // rows that ||ref|| is not near zero by chance (conformance.h).
       if (!quantizes_x(t) || (s.m * s.n >= 32 && (!has_block_mins(t) || s.m >= 16)))
-        CHECK_MESSAGE(err <= bound(t), "relative error " << err << " > " << bound(t));
-      const size_t over = beyond_bound(y, want, worst);
-      CHECK_MESSAGE(over == 0, over << " outputs beyond the worst-case q8 rounding error");
+        CHECK_MESSAGE(err <= bound(t, s.m), "relative error " << err << " > " << bound(t, s.m));
+      const std::vector<float> bf16_worst =
+          rounds_x_to_bf16("cpu", t, s.m) ? bf16_x_error_bound(t, x, w, s.m, s.n, s.k) : std::vector<float>{};
+      const size_t over = beyond_bound(y, want, worst) + beyond_bound(y, want, bf16_worst);
+      CHECK_MESSAGE(over == 0, over << " outputs beyond the worst-case rounding error of x (q8 or bf16)");
     });
   }
 }
@@ -70,7 +78,7 @@ const std::vector<Shape> kBlockShapes = {{1, 1, 32},     {1, 33, 96},    {3, 17,
                                          {1, 515, 2048}, {5, 130, 4096}, {16, 9, 32}, {33, 40, 256}};
 const std::vector<Shape> kSuperBlockShapes = {{1, 3, 256}, {3, 17, 512}, {7, 33, 256}, {17, 5, 768}, {1, 130, 2048}};
 
-TEST_CASE("f32 matmul matches reference at odd shapes (m=1,3,7,17 on our tiles, m=64,70 on oneDNN) on every ISA") {
+TEST_CASE("f32 matmul matches reference at odd shapes (m=1,3,7 on our tiles, from 16 on the float panels or oneDNN) on every ISA") {
   check_shapes(DType::f32, kPlainShapes, 101);
 }
 
@@ -240,11 +248,32 @@ TEST_CASE("matmul kernel names say dtype, shape and ISA") {
     CHECK(cpu::matmul_kernel_name(DType::f16, 1) == "f16_gemv__" + sfx_of(DType::f16));
     CHECK(cpu::matmul_kernel_name(DType::f32, 1) == "f32_gemv__" + sfx_of(DType::f32));
     CHECK(cpu::matmul_kernel_name(DType::f32, 3) == "f32_gemm__" + sfx_of(DType::f32));
-#if defined(TESSERA_ONEDNN)
-    CHECK(cpu::matmul_kernel_name(DType::f32, 64) == "f32_gemm__onednn");
-#else  // built without oneDNN: our tiles at every m
-    CHECK(cpu::matmul_kernel_name(DType::f32, 64) == "f32_gemm__" + sfx_of(DType::f32));
+    if (isa == cpu::Isa::avx512_vnni) {
+      // The float panels at every m (named gemv/gemm as the tiles were), ahead
+      // of oneDNN's sgemm, which they beat; bf16 on the bf16 dot only where
+      // TESSERA_CPU_BF16_DOT=1 asks and the CPU has AVX512-BF16.
+      const char* asked = std::getenv("TESSERA_CPU_BF16_DOT");
+#if defined(__x86_64__)
+      const bool dots = __builtin_cpu_supports("avx512bf16") && asked != nullptr && std::string(asked) == "1";
+#else
+      const bool dots = false;
 #endif
+      const std::string bf16_isa = dots ? "avx512bf16" : "avx512vnni";
+      CHECK(cpu::matmul_kernel_name(DType::f32, 64) == "f32_gemm__avx512vnni");
+      CHECK(cpu::matmul_kernel_name(DType::f32, 64, true) == "f32_gemm__avx512vnni");
+      CHECK(cpu::matmul_kernel_name(DType::f16, 16) == "f16_gemm__avx512vnni");
+      CHECK(cpu::matmul_kernel_name(DType::bf16, 1) == "bf16_gemv__" + bf16_isa);
+      CHECK(cpu::matmul_kernel_name(DType::bf16, 8) == "bf16_gemm__" + bf16_isa);
+      CHECK(cpu::matmul_compute_dtype(DType::bf16, 8) == (dots ? ComputeDtype::bf16_dot : ComputeDtype::f32_fma));
+      CHECK(cpu::matmul_preferred_layout(DType::f16) == WeightLayout::rows_x16);
+    } else {
+#if defined(TESSERA_ONEDNN)
+      CHECK(cpu::matmul_kernel_name(DType::f32, 64) == "f32_gemm__onednn");
+#else  // built without oneDNN: our tiles at every m
+      CHECK(cpu::matmul_kernel_name(DType::f32, 64) == "f32_gemm__" + sfx_of(DType::f32));
+#endif
+      CHECK(cpu::matmul_kernel_name(DType::f16, 64) == "f16_gemm__" + sfx_of(DType::f16));
+    }
     CHECK(cpu::matmul_kernel_name(DType::q4_K, 1) == "q4_K_gemv__" + sfx_of(DType::q4_K));
     CHECK(cpu::matmul_kernel_name(DType::q5_K, 7) == "q5_K_gemm__" + sfx_of(DType::q5_K));
     CHECK(cpu::matmul_kernel_name(DType::q6_K, 1) == "q6_K_gemv__" + sfx_of(DType::q6_K));

@@ -78,8 +78,9 @@ TEST_CASE("repack_weights gives quantized matmul weights the target's layout, an
 
 TEST_CASE("repack_weights changes nothing without a kernel table, and on the cpu gives what its matmul reads fastest") {
   CHECK(after(kRepack_before, "repack_weights", PassContext{}) == kRepack_before);
-  // The cpu prefers rows_x16 for q8_0/q4_0 where its ISA family has panel
-  // kernels (AVX-512 VNNI), else rows (docs/ir.md, "Weight layouts").
+  // The cpu prefers rows_x16 for q8_0/q4_0 and f32/f16/bf16 where its ISA
+  // family has panel kernels (AVX-512 VNNI), else rows (docs/ir.md,
+  // "Weight layouts"). The tied embedding stays rows either way.
   cpu::CpuKernelTable cpu_table;
   PassContext ctx;
   ctx.kernels = &cpu_table;
@@ -87,6 +88,10 @@ TEST_CASE("repack_weights changes nothing without a kernel table, and on the cpu
   if (kernels::cpu::matmul_preferred_layout(DType::q8_0) == WeightLayout::rows_x16) {
     want = kRepack_after;
     for (size_t at; (at = want.find("rows_x4")) != std::string::npos;) want.replace(at, 7, "rows_x16");
+  }
+  if (kernels::cpu::matmul_preferred_layout(DType::f32) == WeightLayout::rows_x16) {
+    const std::string f32_weight = "weight \"w_proj\" : f32[8, 64]";
+    want.replace(want.find(f32_weight), f32_weight.size(), f32_weight + " {layout=rows_x16}");
   }
   CHECK(after(kRepack_before, "repack_weights", ctx) == want);
 }

@@ -2,6 +2,9 @@
 // on small known cases, round trips on random bytes, and the refusals.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include <random>
 
 #include "core/weight_layout.h"
@@ -113,10 +116,30 @@ TEST_CASE("unpack_rows_x16 undoes repack_rows_x16 on random bytes, q8_0 and q4_0
     }
 }
 
+TEST_CASE("rows_x16 of f32, f16 and bf16 puts dword j of 16 rows together, a last group of n % 16 over its width, and refuses half dwords") {
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    CAPTURE(name(t));
+    const int64_t n = 18, k = 6, row_bytes = (int64_t)bytes_for(t, k), dwords = row_bytes / 4;
+    std::vector<std::byte> w((size_t)(n * row_bytes));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = (std::byte)(i * 7 + 3);
+    const std::vector<std::byte> x16 = repack_rows_x16(t, n, k, w).value();
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < dwords; ++j) {
+        const int64_t g0 = r / 16 * 16, width = std::min<int64_t>(16, n - g0);
+        const int64_t at = g0 * row_bytes + 4 * (j * width + (r - g0));
+        CHECK(std::memcmp(x16.data() + at, w.data() + r * row_bytes + 4 * j, 4) == 0);
+      }
+    CHECK(unpack_rows_x16(t, n, k, x16).value() == w);
+  }
+  std::vector<std::byte> odd(bytes_for(DType::f16, 4 * 7));
+  CHECK(repack_rows_x16(DType::f16, 4, 7, odd).status().message() ==
+        "repack to rows_x16: layout=rows_x16 holds f16 rows of whole 4-byte words (an even row width), got shape [4, 7]");
+}
+
 TEST_CASE("repack_rows_x16 refuses other dtypes and a wrong byte count with one line") {
   std::vector<std::byte> w(bytes_for(DType::f32, 4 * 32));
   CHECK(repack_rows_x16(DType::q4_K, 4, 256, w).status().message() ==
-        "repack to rows_x16: layout=rows_x16 holds q8_0 or q4_0 weights, got q4_K");
+        "repack to rows_x16: layout=rows_x16 holds q8_0, q4_0, f32, f16 or bf16 weights, got q4_K");
   CHECK(repack_rows_x16(DType::q4_0, 4, 32, w).status().message() ==
         "repack to rows_x16: 512 bytes; a q4_0[4, 32] weight has 72");
 }

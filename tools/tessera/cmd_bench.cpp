@@ -115,6 +115,7 @@ int cpu_op_main(bool type_given) {
   // --kv-type is the model flag's; an operator bench of attention or kv_append reads it too ("auto": f32).
   o.kv_type = f.kv_type == "auto" ? "f32" : f.kv_type;
   o.op = f.op;
+  o.batch_invariant = f.batch_invariant;
   if (type_given) o.type = f.type;
   auto report = time_cpu_op(o);
   if (!report) return fail(report.status());
