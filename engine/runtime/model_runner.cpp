@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <tuple>
 
 #include "backends/builtin.h"
@@ -211,21 +212,25 @@ Status ModelRunner::place_and_bind() {
         // after another), then reordered when the repack pass chose a layout.
         auto [it, fresh] = packed_weights_.try_emplace(v.name);
         if (fresh) {
+          // The weight's rows-layout bytes: the model's own (reordered
+          // straight from there, with no copy first), or the parts' rows.
           std::vector<std::byte> bytes;
+          std::span<const std::byte> rows_bytes;
           if (v.packed_from.empty()) {
             const WeightTensor* t = weights_->find(v.name);
             if (!t) return internal_error("weight '" + v.name + "' is not in the model");
-            bytes.assign(t->data.begin(), t->data.end());
+            rows_bytes = std::span<const std::byte>(t->data);
           }
           for (const std::string& part_name : v.packed_from) {
             const WeightTensor* t = weights_->find(part_name);
             if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
               return internal_error(v.name + ": part '" + part_name + "' is missing or does not match the packed layout");
             bytes.insert(bytes.end(), t->data.begin(), t->data.end());
+            rows_bytes = bytes;
           }
-          if (bytes.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
+          if (rows_bytes.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
           if (v.layout != WeightLayout::rows) {
-            TS_ASSIGN_OR_RETURN(bytes, relayout(WeightLayout::rows, v.layout, v.desc.dtype, v.desc.shape[0], v.desc.shape[1], bytes));
+            TS_ASSIGN_OR_RETURN(bytes, relayout(WeightLayout::rows, v.layout, v.desc.dtype, v.desc.shape[0], v.desc.shape[1], rows_bytes));
           }
           it->second = std::move(bytes);
         }

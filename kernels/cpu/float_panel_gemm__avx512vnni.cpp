@@ -44,8 +44,8 @@ constexpr int kMaxPanels = (int)(kFPanelCallRows / kPanelRows);
 constexpr int64_t kSliceDwords = 128;
 static_assert(kSliceDwords % 16 == 0);
 constexpr int kMaxMR = 12;
-// How far ahead a pass reading a weight stream in place asks for it.
-constexpr int64_t kPrefetchVectors = 24;
+// How far ahead a pass reading a weight stream in place asks for it (4 KiB).
+constexpr int64_t kPrefetchVectors = 64;
 
 enum class W { f32, f16, bf16 };
 enum class Mul { fma, bf16_dot };
@@ -122,7 +122,7 @@ struct PassIn {
   const float* x = nullptr;
   int64_t ldx = 0;
   const uint32_t* xb = nullptr;
-  const __m512i* panel[2] = {};
+  const __m512i* panel[4] = {};
   int64_t units = 0;
   bool first = false;     // the first slice: accumulators start from zero, not from y
   bool half_tail = false;  // the last dword holds one element (a 16-bit row of odd k)
@@ -192,24 +192,27 @@ void pass(const PassIn& in, float* y, int64_t ldy) {
       _mm512_mask_storeu_ps(y + i * ldy + 16 * p, p == NP - 1 ? in.last_lanes : (__mmask16)0xffff, acc[i][p]);
 }
 
-// MR x rows over every panel of the call, two at a time.
+// Panels [p, p + NP) for one pass.
+template <W T, Mul M, int MR, int NP>
+void pass_at(PassIn in, const __m512i* const* panels, const bool* streams, int p, int n_panels, __mmask16 last_lanes,
+             float* y, int64_t ldy) {
+  for (int q = 0; q < NP; ++q) in.panel[q] = panels[p + q];
+  in.stream = streams[p];
+  in.last_lanes = p + NP == n_panels ? last_lanes : (__mmask16)0xffff;
+  pass<T, M, MR, NP>(in, y + 16 * p, ldy);
+}
+
+// MR x rows over every panel of the call, two at a time, or four for one or
+// two x rows (decode: four accumulator chains a row to cover FMA latency
+// while the weights stream).
 template <W T, Mul M, int MR>
-void rows_over_panels(PassIn in, const __m512i* const* panels, const bool* streams, int n_panels, __mmask16 last_lanes,
-                      float* y, int64_t ldy) {
+void rows_over_panels(const PassIn& in, const __m512i* const* panels, const bool* streams, int n_panels,
+                      __mmask16 last_lanes, float* y, int64_t ldy) {
   int p = 0;
-  for (; p + 2 <= n_panels; p += 2) {
-    in.panel[0] = panels[p];
-    in.panel[1] = panels[p + 1];
-    in.stream = streams[p];
-    in.last_lanes = p + 2 == n_panels ? last_lanes : (__mmask16)0xffff;
-    pass<T, M, MR, 2>(in, y + 16 * p, ldy);
-  }
-  if (p < n_panels) {
-    in.panel[0] = panels[p];
-    in.stream = streams[p];
-    in.last_lanes = last_lanes;
-    pass<T, M, MR, 1>(in, y + 16 * p, ldy);
-  }
+  if constexpr (MR <= 2)
+    for (; p + 4 <= n_panels; p += 4) pass_at<T, M, MR, 4>(in, panels, streams, p, n_panels, last_lanes, y, ldy);
+  for (; p + 2 <= n_panels; p += 2) pass_at<T, M, MR, 2>(in, panels, streams, p, n_panels, last_lanes, y, ldy);
+  if (p < n_panels) pass_at<T, M, MR, 1>(in, panels, streams, p, n_panels, last_lanes, y, ldy);
 }
 
 template <W T, Mul M>
@@ -218,12 +221,19 @@ void panel_call(const FPanelCall& c) {
   const int last_rows = (int)(c.n - (int64_t)(n_panels - 1) * kPanelRows);
   const __mmask16 last_lanes = (__mmask16)((1u << last_rows) - 1u);
   const int64_t dwords = (c.k + kPerDword<T> - 1) / kPerDword<T>;
+  // One block of x rows (decode, small batches) reuses no panel across
+  // blocks, so where every panel is read in place each pass streams its
+  // groups front to back over the whole k; otherwise k-slices keep a
+  // slice's panels in L2 for every block of x rows. (The bf16 dot's x
+  // pairs are held a slice at a time: it always slices.)
+  const bool all_in_place = c.x16 && last_rows == kPanelRows;
+  const int64_t slice = M == Mul::fma && all_in_place && c.m <= kMaxMR ? dwords : kSliceDwords;
   alignas(64) __m512i turned[kMaxPanels * kSliceDwords];
   alignas(64) uint32_t xb[M == Mul::bf16_dot ? kMaxMR * kSliceDwords : 1];
   const __m512i* panels[kMaxPanels];
   bool streams[kMaxPanels];
-  for (int64_t d0 = 0; d0 < dwords; d0 += kSliceDwords) {
-    const int64_t units = std::min(kSliceDwords, dwords - d0);
+  for (int64_t d0 = 0; d0 < dwords; d0 += slice) {
+    const int64_t units = std::min(slice, dwords - d0);
     for (int p = 0; p < n_panels; ++p) {
       const int nr = p + 1 == n_panels ? last_rows : kPanelRows;
       const std::byte* g = c.w + p * kPanelRows * c.w_row_bytes;
