@@ -53,6 +53,12 @@ Expected<OpBenchReport> time_cpu_op(const OpBenchOptions& o) {
   if (!kv_type) return invalid_argument("--kv-type: '" + o.kv_type + "' is not a dtype; expected f32, f16 or bf16");
   shape.dtype = *type, shape.kv_dtype = *kv_type;
   shape.batch_invariant = o.batch_invariant;
+  if (o.weight_layout != "auto") {
+    const auto layout = weight_layout_from_name(o.weight_layout);
+    if (!layout) return invalid_argument("--weight-layout: '" + o.weight_layout + "' is not auto, rows, rows_x4 or rows_x16");
+    if (o.op == "matmul") TS_TRY(check_weight_layout(*layout, shape.dtype, Shape{o.m, o.k}, "--weight-layout"));
+    shape.w_layout = *layout;
+  }
   shape.m = o.m, shape.k = o.k, shape.n = o.n;
   shape.heads = o.heads, shape.kv_heads = o.kv_heads, shape.head_dim = o.head_dim, shape.ctx = o.ctx, shape.q_len = o.q_len;
   if (o.threads < 0) return invalid_argument("--threads: expected a positive number of threads, got " + std::to_string(o.threads));

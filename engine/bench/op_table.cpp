@@ -83,7 +83,7 @@ kernels::MatmulArgs matmul_args(const OpShape& s, OpTensors t, void* ws) {
   a.m = s.n, a.n = s.m, a.k = s.k;
   // The layout a model's weights get on this CPU (the bytes are random, so
   // any order of them is a valid weight of that layout).
-  a.w_layout = kc::matmul_preferred_layout(s.dtype);
+  a.w_layout = s.w_layout.value_or(kc::matmul_preferred_layout(s.dtype));
   a.workspace = ws;
   a.tile.batch_invariant = s.batch_invariant;
   return a;

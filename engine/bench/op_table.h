@@ -6,6 +6,7 @@
 // in op_table.cpp.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 #include "core/dtype.h"
 #include "core/parallel.h"
 #include "core/status.h"
+#include "core/weight_layout.h"
 
 namespace tessera {
 
@@ -28,6 +30,7 @@ struct OpShape {
   int32_t heads = 32, kv_heads = 8, head_dim = 128, ctx = 4096, q_len = 1;
   DType kv_dtype = DType::f32;
   bool batch_invariant = false;  // matmul: tile.batch_invariant (docs/backends.md, "Batch invariance")
+  std::optional<WeightLayout> w_layout;  // matmul: the weight's layout; none: the CPU's preference
 };
 
 struct OpCostFigures {

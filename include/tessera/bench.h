@@ -173,6 +173,7 @@ struct OpBenchOptions {
   int32_t threads = 0;  // 0: the CPU backend's default
   bool hot = false;
   bool batch_invariant = false;  // matmul: the batch-invariant kernels (docs/backends.md)
+  std::string weight_layout = "auto";  // matmul: the weight's layout, auto (the CPU's preference), rows, rows_x4, rows_x16
 };
 
 struct OpBenchReport {

@@ -75,6 +75,21 @@ TEST_CASE("bench --op matmul with sizes times one quantized matmul against both 
   CHECK(j["gflops"].get<double>() == doctest::Approx(2.0 * 256 * 512 * 3 / j["time_us"].get<double>() / 1e3).epsilon(1e-6));
 }
 
+TEST_CASE("bench --op matmul takes --weight-layout and --batch-invariant, and the kernel name says what ran") {
+  // f16 in rows (a tied classifier's layout) and in rows_x16 (the CPU's
+  // preference where it has float panels): the same kernel name, either way
+  // a full report.
+  for (const char* layout : {"rows", "rows_x16"}) {
+    CAPTURE(layout);
+    const auto j = run_op({"--op", "matmul", "--type", "f16", "--m", "48", "--k", "64", "--n", "2", "--weight-layout", layout});
+    check_op_report(j);
+    CHECK(j["kernel"].get<std::string>().rfind("f16_gemm__", 0) == 0);
+  }
+  // f32 at 64 rows: oneDNN's sgemm where the default kernels take it, our kernels under --batch-invariant.
+  const auto j = run_op({"--op", "matmul", "--type", "f32", "--m", "32", "--k", "64", "--n", "64", "--batch-invariant"});
+  CHECK(j["kernel"].get<std::string>().find("onednn") == std::string::npos);
+}
+
 TEST_CASE("bench --op attention times paged attention over a block table, f32 KV against the f32 roof") {
   const auto j = run_op({"--op", "attention", "--heads", "4", "--kv-heads", "2", "--head-dim", "64", "--ctx", "512", "--q-len", "4"});
   check_op_report(j);
@@ -105,6 +120,9 @@ TEST_CASE("bench --op refuses bad sizes, types and ops with one line naming the 
   check_refused({"--op", "attention", "--kv-type", "q8_0"}, "--kv-type");
   check_refused({"--op", "attention", "--ctx", "8", "--q-len", "9"}, "--q-len");
   check_refused({"--op", "rope", "--head-dim", "7"}, "--head-dim");
+  check_refused({"--op", "matmul", "--type", "f16", "--m", "32", "--k", "7", "--weight-layout", "rows_x16"}, "--weight-layout");
+  check_refused({"--op", "matmul", "--type", "q4_K", "--m", "32", "--k", "256", "--weight-layout", "rows_x4"}, "--weight-layout");
+  check_refused({"--op", "matmul", "--type", "q8_0", "--weight-layout", "columns"}, "--weight-layout");
 }
 
 TEST_CASE("bench --roofline draws every timed op kind of stories260K's decode and prefill as a labelled point") {

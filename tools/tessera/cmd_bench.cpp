@@ -116,6 +116,7 @@ int cpu_op_main(bool type_given) {
   o.kv_type = f.kv_type == "auto" ? "f32" : f.kv_type;
   o.op = f.op;
   o.batch_invariant = f.batch_invariant;
+  o.weight_layout = f.weight_layout;
   if (type_given) o.type = f.type;
   auto report = time_cpu_op(o);
   if (!report) return fail(report.status());
