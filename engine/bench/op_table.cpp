@@ -71,7 +71,7 @@ Status check_matmul(const OpShape& s) {
 OpCostFigures matmul_cost(const OpShape& s) {
   return {2.0 * (double)s.n * (double)s.m * (double)s.k,
           (double)bytes_for(s.dtype, s.m * s.k) + 4.0 * (double)(s.n * s.k + s.n * s.m),
-          kc::matmul_compute_dtype(s.dtype, s.n, s.batch_invariant), kc::matmul_kernel_name(s.dtype, s.n, s.batch_invariant)};
+          kc::matmul_compute_dtype(s.dtype, s.n), kc::matmul_kernel_name(s.dtype, s.n, s.batch_invariant)};
 }
 
 kernels::MatmulArgs matmul_args(const OpShape& s, OpTensors t, void* ws) {

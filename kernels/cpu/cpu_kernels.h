@@ -32,7 +32,7 @@ void force_isa(Isa isa);            // must be runnable; for tests and --isa
 std::string matmul_kernel_name(DType w_dtype, int64_t m, bool batch_invariant = false);
 // What that kernel multiplies in, so that bench compares it with the right
 // compute roof (kernels/cpu/matmul_compute_dtype.cpp).
-ComputeDtype matmul_compute_dtype(DType w_dtype, int64_t m, bool batch_invariant = false);
+ComputeDtype matmul_compute_dtype(DType w_dtype, int64_t m);
 bool matmul_supports(DType w_dtype);  // f32, f16, bf16, q8_0, q4_0, q4_K
 // q8_0/q4_0 quantize the m activation rows to q8 blocks here (a layout
 // private to kernels/cpu); the other dtypes need none (0 bytes).

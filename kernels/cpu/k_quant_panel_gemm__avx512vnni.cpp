@@ -117,6 +117,40 @@ inline void k4_half(const BlockQ5_K& blk, int h, __m512i& lo, __m512i& hi) {
   hi = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(qh, bits(4 * h + 1, 4 * h + 3)), u, sixteen);
 }
 
+// The integer part of a super-block, both formats': for each of its kSub
+// sub-blocks s, lane r of a dot starts at start[i][s] (zero without starts)
+// and takes the vpdpbusd of the sub-block's 64 / kSub code dwords of panel n
+// with x row i's, then sum[i][n] += dot times the sub-block's scale. Exact
+// integers, the ones the tiles reach.
+template <int kSub, int MR, int NP>
+inline void subblock_sums(const Panel<kSub>* p, int64_t b, const BlockQ8_K* const (&xb)[MR], const int32_t (*start)[kSub],
+                          __m512i (&sum)[MR][NP]) {
+  constexpr int kDwords = 64 / kSub;
+  for (int i = 0; i < MR; ++i)
+    for (int n = 0; n < NP; ++n) sum[i][n] = _mm512_setzero_si512();
+  for (int s = 0; s < kSub; ++s) {
+    __m512i dot[MR][NP];
+    for (int i = 0; i < MR; ++i) {
+      const __m512i st = start != nullptr ? _mm512_set1_epi32(start[i][s]) : _mm512_setzero_si512();
+      for (int n = 0; n < NP; ++n) dot[i][n] = st;
+    }
+#pragma GCC unroll 8
+    for (int jj = 0; jj < kDwords; ++jj) {
+      const int j = kDwords * s + jj;
+      __m512i wv[NP];
+      for (int n = 0; n < NP; ++n) wv[n] = _mm512_load_si512(p[n].codes[b][j]);
+      for (int i = 0; i < MR; ++i) {
+        const __m512i xv = _mm512_set1_epi32(load_i32(xb[i]->qs + 4 * j));
+        for (int n = 0; n < NP; ++n) dot[i][n] = _mm512_dpbusd_epi32(dot[i][n], wv[n], xv);
+      }
+    }
+    for (int n = 0; n < NP; ++n) {
+      const __m512i sc = _mm512_load_si512(p[n].scale[b][s]);
+      for (int i = 0; i < MR; ++i) sum[i][n] = _mm512_add_epi32(sum[i][n], _mm512_mullo_epi32(dot[i][n], sc));
+    }
+  }
+}
+
 // q4_K, q5_K: 8 sub-blocks of 32 codes (8 dwords); x's dword group g (32
 // codes) is sub-block kGroupSub[g] (x's middle-swapped order).
 template <typename B>
@@ -174,27 +208,7 @@ struct K4Format {
       _mm_store_si128(reinterpret_cast<__m128i*>(sums32[i]), _mm256_cvtepi32_epi16(s16));
     }
     __m512i sum[MR][NP];
-    for (int i = 0; i < MR; ++i)
-      for (int n = 0; n < NP; ++n) sum[i][n] = _mm512_setzero_si512();
-    for (int g = 0; g < 8; ++g) {
-      __m512i dot[MR][NP];
-      for (int i = 0; i < MR; ++i)
-        for (int n = 0; n < NP; ++n) dot[i][n] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int jj = 0; jj < 8; ++jj) {
-        const int j = 8 * g + jj;
-        __m512i wv[NP];
-        for (int n = 0; n < NP; ++n) wv[n] = _mm512_load_si512(p[n].codes[b][j]);
-        for (int i = 0; i < MR; ++i) {
-          const __m512i xv = _mm512_set1_epi32(load_i32(xb[i]->qs + 4 * j));
-          for (int n = 0; n < NP; ++n) dot[i][n] = _mm512_dpbusd_epi32(dot[i][n], wv[n], xv);
-        }
-      }
-      for (int n = 0; n < NP; ++n) {
-        const __m512i sc = _mm512_load_si512(p[n].scale[b][g]);
-        for (int i = 0; i < MR; ++i) sum[i][n] = _mm512_add_epi32(sum[i][n], _mm512_mullo_epi32(dot[i][n], sc));
-      }
-    }
+    subblock_sums<kSub>(p, b, xb, nullptr, sum);
     for (int i = 0; i < MR; ++i) {
       const __m512 xd = _mm512_set1_ps(xb[i]->d);
       for (int n = 0; n < NP; ++n) {
@@ -256,29 +270,7 @@ struct Q6KFormat {
                                                                           reinterpret_cast<const __m256i*>(xb[i]->bsums))),
                                                                       5)));
     __m512i sum[MR][NP];
-    for (int i = 0; i < MR; ++i)
-      for (int n = 0; n < NP; ++n) sum[i][n] = _mm512_setzero_si512();
-    for (int s = 0; s < 16; ++s) {
-      __m512i dot[MR][NP];
-      for (int i = 0; i < MR; ++i) {
-        const __m512i st = _mm512_set1_epi32(start[i][s]);
-        for (int n = 0; n < NP; ++n) dot[i][n] = st;
-      }
-#pragma GCC unroll 4
-      for (int jj = 0; jj < 4; ++jj) {
-        const int j = 4 * s + jj;
-        __m512i wv[NP];
-        for (int n = 0; n < NP; ++n) wv[n] = _mm512_load_si512(p[n].codes[b][j]);
-        for (int i = 0; i < MR; ++i) {
-          const __m512i xv = _mm512_set1_epi32(load_i32(xb[i]->qs + 4 * j));
-          for (int n = 0; n < NP; ++n) dot[i][n] = _mm512_dpbusd_epi32(dot[i][n], wv[n], xv);
-        }
-      }
-      for (int n = 0; n < NP; ++n) {
-        const __m512i sc = _mm512_load_si512(p[n].scale[b][s]);
-        for (int i = 0; i < MR; ++i) sum[i][n] = _mm512_add_epi32(sum[i][n], _mm512_mullo_epi32(dot[i][n], sc));
-      }
-    }
+    subblock_sums<kSub>(p, b, xb, start, sum);
     for (int i = 0; i < MR; ++i) {
       const __m512 xd = _mm512_set1_ps(xb[i]->d);
       for (int n = 0; n < NP; ++n)

@@ -9,7 +9,8 @@
 //               q5_1's mins, as ggml's q8_1), then the ISA's integer tiles
 //               (isa_kernels.h) run over the weights.
 //   f32:        on avx512_vnni the float panels at every m (below), which
-//               beat oneDNN's sgemm at every m measured (docs/performance.md);
+//               beat oneDNN's sgemm up to 128 rows and match it at 512
+//               (docs/performance.md);
 //               elsewhere our tiles below kOneDnnMinRows rows (decode is
 //               memory-bound, and small-m sgemm loses to its own packing),
 //               oneDNN's sgemm from there, one sequential call per parallel

@@ -6,14 +6,15 @@
 
 namespace tessera::kernels::cpu {
 
-ComputeDtype matmul_compute_dtype(DType w_dtype, int64_t m, bool batch_invariant) {
+ComputeDtype matmul_compute_dtype(DType w_dtype, int64_t m) {
   switch (w_dtype) {
     // f16 and bf16 weights are widened to f32 inside the tiles and the FMA
     // panels; oneDNN's sgemm (f32, m >= 64) is FMA too. bf16's panels on a
-    // CPU with AVX512-BF16 multiply in bf16 (vdpbf16ps), which their kernel
-    // name says.
+    // CPU with AVX512-BF16 under TESSERA_CPU_BF16_DOT=1 multiply in bf16
+    // (vdpbf16ps), which their kernel
+    // name says (at every m, batch_invariant or not).
     case DType::bf16:
-      if (matmul_kernel_name(w_dtype, m, batch_invariant).ends_with("__avx512bf16")) return ComputeDtype::bf16_dot;
+      if (matmul_kernel_name(w_dtype, m).ends_with("__avx512bf16")) return ComputeDtype::bf16_dot;
       return ComputeDtype::f32_fma;
     case DType::f32:
     case DType::f16: return ComputeDtype::f32_fma;

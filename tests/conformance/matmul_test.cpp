@@ -11,9 +11,7 @@
 namespace tessera::testing {
 namespace {
 
-struct Shape {
-  int64_t m, n, k;
-};
+using Shape = MatmulShape;
 
 // Relative-error bounds, ||y - ref|| / ||ref||:
 //  f32, f16, bf16: the weights are exact in f32 on both sides, so only f32

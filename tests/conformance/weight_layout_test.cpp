@@ -15,9 +15,7 @@
 namespace tessera::testing {
 namespace {
 
-struct Case {
-  int64_t m, n, k;
-};
+using Case = MatmulShape;
 
 const std::vector<Case> kCases = {{1, 1, 32},   {1, 6, 64},    {1, 33, 96},   {1, 260, 1024}, {3, 5, 64},   {3, 17, 160},
                                   {17, 2, 32},  {17, 45, 256}, {17, 64, 96},  {64, 3, 64},    {64, 70, 128}, {64, 129, 512},
