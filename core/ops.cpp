@@ -29,6 +29,10 @@ bool is_matmul_family(OpKind op) {
          op == OpKind::matmul_add_rms_norm || op == OpKind::matmul_epilogue;
 }
 
+bool may_read_reordered_weight(OpKind op, size_t input) {
+  return (input == 1 && is_matmul_family(op)) || (input == 0 && op == OpKind::embedding);
+}
+
 std::string_view name(EwOp op) { return kEwNames[(size_t)op]; }
 
 std::optional<EwOp> ew_op_from_name(std::string_view n) {

@@ -3,6 +3,7 @@
 // shape rule (graph/shape_rules), and a printed form (graph/printer).
 // Op parameters are named structs; they live here, below graph/, because the
 // HAL's Plan (core/hal/plan.h) carries them to the backends.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -61,6 +62,11 @@ std::string_view name(OpKind op);
 std::optional<OpKind> op_from_name(std::string_view name);
 // Ops whose inputs 0 and 1 are x[T, K] and a weight w[N, K] (the matmul family).
 bool is_matmul_family(OpKind op);
+// Whether input i of op may be a weight in a reordered layout
+// (core/weight_layout.h): a matmul's weight (input 1) or an embedding's table
+// (input 0, a tied classifier). Which layouts a backend reads there is its
+// kernel table's answer (KernelTable::reads_weight_layout).
+bool may_read_reordered_weight(OpKind op, size_t input);
 
 enum class RopeLayout : uint8_t {
   interleaved,  // llama2.c / GGUF llama: rotate pairs (2i, 2i+1)

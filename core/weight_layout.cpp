@@ -134,7 +134,29 @@ void read_rows(WeightLayout layout, DType dtype, int64_t rows, int64_t cols, con
     std::memcpy(dst, bytes + r0 * row_bytes, (size_t)(nr * row_bytes));
     return;
   }
-  copy_rows(pieces_of(dtype, rows, cols, layout), bytes, r0, pieces_of(dtype, nr, cols, WeightLayout::rows), dst, 0, nr);
+  const PieceOffsets from = pieces_of(dtype, rows, cols, layout);
+  for (int64_t r = r0; r < r0 + nr; ++r)
+    read_row_blocks(layout, dtype, rows, cols, bytes, r, 0, from.row_bytes / from.block_bytes, dst + (r - r0) * row_bytes);
+}
+
+int64_t layout_block_elems(DType dtype) { return is_plain(dtype) ? 4 / (int64_t)traits(dtype).block_bytes : traits(dtype).block_elems; }
+
+void read_row_blocks(WeightLayout layout, DType dtype, int64_t rows, int64_t cols, const std::byte* bytes, int64_t r,
+                     int64_t b0, int64_t nb, std::byte* dst) {
+  const PieceOffsets from = pieces_of(dtype, rows, cols, layout);
+  if (layout == WeightLayout::rows) {
+    std::memcpy(dst, bytes + r * from.row_bytes + b0 * from.block_bytes, (size_t)(nb * from.block_bytes));
+  } else if (from.scale_bytes == 0) {  // f32/f16/bf16 rows_x16: dword b of row r a stride of its group's width apart
+    const int64_t g0 = from.group_of(r), w = from.width(g0);
+    const std::byte* src = bytes + g0 * from.row_bytes + 4 * (b0 * w + (r - g0));
+    for (int64_t b = 0; b < nb; ++b) std::memcpy(dst + 4 * b, src + 4 * b * w, 4);
+  } else {
+    const int64_t pieces = from.pieces();
+    const PieceOffsets to = pieces_of(dtype, 1, nb * traits(dtype).block_elems, WeightLayout::rows);
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t p = 0; p < pieces; ++p)
+        std::memcpy(dst + to.piece(0, b, p), bytes + from.piece(r, b0 + b, p), (size_t)from.piece_bytes(p));
+  }
 }
 
 Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,

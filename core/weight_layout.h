@@ -67,6 +67,15 @@ Expected<std::vector<std::byte>> unpack_rows_x16(DType dtype, int64_t rows, int6
 // they have no tiles for (slowly, but with the same blocks).
 void read_rows(WeightLayout layout, DType dtype, int64_t rows, int64_t cols, const std::byte* bytes, int64_t r0,
                int64_t nr, std::byte* dst);
+// Elements in one block of a layout: a GGUF block (q8_0, q4_0), or for
+// f32, f16 and bf16 the dword rows_x16 interleaves (1 or 2 elements).
+int64_t layout_block_elems(DType dtype);
+// Blocks [b0, b0 + nb) of row r of a [rows, cols] weight held in `layout`,
+// written to dst as the standard layout holds them. For a reader that takes
+// a row a piece at a time into a small buffer of its own (the embedding of
+// a tied classifier, which may not allocate during a step).
+void read_row_blocks(WeightLayout layout, DType dtype, int64_t rows, int64_t cols, const std::byte* bytes, int64_t r,
+                     int64_t b0, int64_t nb, std::byte* dst);
 // Any layout to another (rows included), for the loader and tools.
 Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,
                                           std::span<const std::byte> bytes);

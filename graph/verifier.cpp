@@ -135,18 +135,15 @@ Status verify_constants(const Graph& g) {
   return Status::ok();
 }
 
-// Only the matmul kernels read a reordered weight, and only as their weight.
+// Only a matmul's weight and an embedding's table may be a reordered weight.
 Status verify_layout_readers(const Graph& g) {
   for (const Node& n : g.nodes)
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const Value& v = g.value(n.inputs[i]);
-      if (v.layout == WeightLayout::rows) continue;
-      const bool matmul_weight = i == 1 && (n.op == OpKind::matmul || n.op == OpKind::matmul_add ||
-                                            n.op == OpKind::matmul_silu_mul || n.op == OpKind::matmul_qkv ||
-                                            n.op == OpKind::matmul_add_rms_norm);
-      if (!matmul_weight)
-        return invalid_argument("verify: " + where(n) + ": reads '" + v.name + "' (layout=" + std::string(name(v.layout)) +
-                                ") as input " + std::to_string(i) + "; only a matmul's weight (input 1) may have a layout other than rows");
+      if (v.layout == WeightLayout::rows || may_read_reordered_weight(n.op, i)) continue;
+      return invalid_argument("verify: " + where(n) + ": reads '" + v.name + "' (layout=" + std::string(name(v.layout)) +
+                              ") as input " + std::to_string(i) +
+                              "; only a matmul's weight (input 1) or an embedding's table (input 0) may have a layout other than rows");
     }
   return Status::ok();
 }

@@ -20,6 +20,9 @@ struct EmbeddingArgs {
   const int32_t* ids = nullptr;  // [n_tokens], each in [0, vocab)
   int64_t n_tokens = 0;
   float* out = nullptr;  // [n_tokens, dim]
+  // The table's block order (core/weight_layout.h): a tied classifier's
+  // reordered copy is read a row at a time. Results do not depend on it.
+  WeightLayout table_layout = WeightLayout::rows;
 };
 
 struct RmsNormArgs {

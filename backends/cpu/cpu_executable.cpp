@@ -57,15 +57,13 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
     };
     for (const auto& t : d.inputs) bd.in.push_back(bind(t));
     for (const auto& t : d.outputs) bd.out.push_back(bind(t));
-    // A reordered weight is read right only by the matmul kernels, as their weight.
-    const bool is_matmul = d.op == OpKind::matmul || d.op == OpKind::matmul_add || d.op == OpKind::matmul_silu_mul ||
-                           d.op == OpKind::matmul_qkv || d.op == OpKind::matmul_add_rms_norm;
+    // A reordered weight is read right only as a matmul's weight or an embedding's table.
     for (size_t i = 0; i < d.inputs.size(); ++i) {
       const PlanTensor& t = d.inputs[i];
       if (t.layout == WeightLayout::rows) continue;
-      if (!is_matmul || i != 1)
+      if (!may_read_reordered_weight(d.op, i))
         return unsupported("cpu: " + d.label + ": input " + std::to_string(i) + " has layout=" + std::string(name(t.layout)) +
-                           "; only a matmul's weight may");
+                           "; only a matmul's weight or an embedding's table may");
       TS_TRY(check_weight_layout(t.layout, t.desc.dtype, t.desc.shape, "cpu: " + d.label + ": weight"));
     }
     // The most rows this dispatch can see: its planned outermost dimension.
@@ -169,7 +167,8 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
       for (int64_t t = 0; t < rows; ++t)
         if (ids[t] < 0 || ids[t] >= vocab)
           return out_of_range("step: token id " + std::to_string(ids[t]) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
-      k::embedding({table.data, table.desc.dtype, vocab, table.desc.shape[1], ids, rows, f32(d.out[0])}, pool_);
+      k::embedding({table.data, table.desc.dtype, vocab, table.desc.shape[1], ids, rows, f32(d.out[0]), d.source->inputs[0].layout},
+                   pool_);
       return Status::ok();
     }
     case OpKind::rms_norm:

@@ -45,13 +45,6 @@ KernelChoice CpuKernelTable::query(const OpQuery& q) const {
   }
 }
 
-namespace {
-bool is_matmul(OpKind op) {
-  return op == OpKind::matmul || op == OpKind::matmul_add || op == OpKind::matmul_silu_mul || op == OpKind::matmul_qkv ||
-         op == OpKind::matmul_add_rms_norm;
-}
-}  // namespace
-
 // q8_0 and q4_0 on the AVX-512 VNNI family run on 16-row panels whose
 // lanes are weight rows (kernels/cpu/block32_panel_gemm__avx512vnni.cpp):
 // rows_x16 is their form, read in place; other layouts are gathered to it
@@ -59,13 +52,15 @@ bool is_matmul(OpKind op) {
 // than rows for the 4x4 tiles (`tessera bench --matmul-layouts`,
 // docs/performance.md), so other families keep rows.
 WeightLayout CpuKernelTable::preferred_weight_layout(const LayoutQuery& q) const {
-  return is_matmul(q.op) ? kernels::cpu::matmul_preferred_layout(q.weight_dtype) : WeightLayout::rows;
+  return is_matmul_family(q.op) ? kernels::cpu::matmul_preferred_layout(q.weight_dtype) : WeightLayout::rows;
 }
 
 bool CpuKernelTable::reads_weight_layout(const LayoutQuery& q, WeightLayout l) const {
   if (l == WeightLayout::rows) return true;
-  if (!is_matmul(q.op)) return false;
-  // What core/weight_layout.h lets each layout hold (checked again per weight).
+  if (!is_matmul_family(q.op) && q.op != OpKind::embedding) return false;
+  // What core/weight_layout.h lets each layout hold (checked again per
+  // weight). The embedding reads any of them a row at a time (read_rows), so
+  // a tied classifier is reordered once for both its readers.
   const bool plain = q.weight_dtype == DType::f32 || q.weight_dtype == DType::f16 || q.weight_dtype == DType::bf16;
   return q.weight_dtype == DType::q8_0 || q.weight_dtype == DType::q4_0 || (plain && l == WeightLayout::rows_x16);
 }

@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 9;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0xb7d6416a2fd50a82ull;
+inline constexpr uint32_t kBackendAbiVersion = 10;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0xcc819c9205de32e8ull;
 
 }  // namespace tessera

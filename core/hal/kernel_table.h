@@ -52,7 +52,9 @@ class KernelTable {
   // answers must be one its kernels for that op read.
   virtual WeightLayout preferred_weight_layout(const LayoutQuery&) const { return WeightLayout::rows; }
   // Whether its kernel for that op reads a weight in layout l at all (what
-  // --weight-layout may ask for where the preference is another).
+  // --weight-layout may ask for where the preference is another), where
+  // may_read_reordered_weight (core/ops.h) lets it: as a matmul's weight or
+  // an embedding's table (a tied classifier keeps one copy for both).
   virtual bool reads_weight_layout(const LayoutQuery&, WeightLayout l) const { return l == WeightLayout::rows; }
 };
 

@@ -1,4 +1,5 @@
 #include <cstring>
+#include <vector>
 
 #include "core/quant.h"
 #include "kernels/reference/reference.h"
@@ -8,8 +9,11 @@ namespace tessera::kernels::reference {
 void embedding(const EmbeddingArgs& a) {
   const uint64_t row_bytes = bytes_for(a.table_dtype, a.dim);
   const auto* table = static_cast<const std::byte*>(a.table);
-  for (int64_t t = 0; t < a.n_tokens; ++t)
-    dequantize_row(a.table_dtype, table + (uint64_t)a.ids[t] * row_bytes, a.out + t * a.dim, a.dim);
+  std::vector<std::byte> row(row_bytes);
+  for (int64_t t = 0; t < a.n_tokens; ++t) {
+    read_rows(a.table_layout, a.table_dtype, a.vocab, a.dim, table, a.ids[t], 1, row.data());
+    dequantize_row(a.table_dtype, row.data(), a.out + t * a.dim, a.dim);
+  }
 }
 
 void gather_rows(const GatherRowsArgs& a) {

@@ -29,6 +29,35 @@ TEST_CASE("embedding matches reference for f32, f16, bf16, q8_0, q4_0 and q4_K t
   }
 }
 
+TEST_CASE("embedding reads a table reordered to rows_x4 or rows_x16 (a tied classifier's) as the reference reads rows") {
+  Rng rng(306);
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0}) {
+    for (int64_t vocab : {1, 15, 50}) {  // one short group; three whole groups of 16 and a last of 2
+      const int64_t dim = traits(t).block_elems == 1 ? 174 : 96;
+      const std::vector<std::byte> table = random_weights(t, vocab, dim, rng);
+      std::vector<int32_t> ids;
+      for (int i = 0; i < 9; ++i) ids.push_back(rng.integer(0, (int32_t)vocab - 1));
+      ids.push_back((int32_t)vocab - 1);
+      const int64_t n = (int64_t)ids.size();
+      std::vector<float> want((size_t)(n * dim));
+      ref::embedding({table.data(), t, vocab, dim, ids.data(), n, want.data()});
+      for (WeightLayout l : {WeightLayout::rows_x4, WeightLayout::rows_x16}) {
+        if (!check_weight_layout(l, t, Shape{vocab, dim}, "table").is_ok()) continue;
+        INFO(name(t) << " vocab=" << vocab << " layout=" << name(l));
+        const std::vector<std::byte> reordered = relayout(WeightLayout::rows, l, t, vocab, dim, table).value();
+        std::vector<float> ref_got(want.size(), -777.0f);
+        ref::embedding({reordered.data(), t, vocab, dim, ids.data(), n, ref_got.data(), l});
+        CHECK(ref_got == want);
+        for_each_isa([&](cpu::Isa) {
+          std::vector<float> got(want.size(), -777.0f);
+          cpu::embedding({reordered.data(), t, vocab, dim, ids.data(), n, got.data(), l}, pool());
+          CHECK(got == want);
+        });
+      }
+    }
+  }
+}
+
 TEST_CASE("rms_norm matches reference for dims 1, 5, 63, 172, 4096 and 1, 3, 7 rows, also in place") {
   Rng rng(302);
   for (int64_t rows : {1, 3, 7}) {

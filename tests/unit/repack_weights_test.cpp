@@ -27,6 +27,14 @@ class X4Kernels : public KernelTable {
   bool reads_weight_layout(const LayoutQuery&, WeightLayout) const override { return true; }
 };
 
+// The same preference on a target whose embedding reads its table in rows only.
+class X4RowsEmbedding : public X4Kernels {
+ public:
+  bool reads_weight_layout(const LayoutQuery& q, WeightLayout l) const override {
+    return l == WeightLayout::rows || q.op != OpKind::embedding;
+  }
+};
+
 std::string after(const std::string& text, const std::string& pipeline, const PassContext& ctx) {
   auto g = parse(text, "test.ir");
   REQUIRE_MESSAGE(g.has_value(), g.status().message());
@@ -54,7 +62,7 @@ const char* const kRepack_before = R"(graph @repack {
 )";
 const char* const kRepack_after = R"(graph @repack {
   %0 = input "token_ids" : i32[T]
-  %1 = weight "token_embd" : q8_0[16, 32]
+  %1 = weight "token_embd" : q8_0[16, 32] {layout=rows_x4}
   %2 = weight "wq" : q8_0[30, 32] {layout=rows_x4}
   %3 = weight "w_gate+w_up" : q4_0[128, 32] {pack=concat_rows("w_gate", "w_up"), layout=rows_x4}
   %4 = weight "w_proj" : f32[8, 64]
@@ -69,18 +77,26 @@ const char* const kRepack_after = R"(graph @repack {
 
 }  // namespace
 
-TEST_CASE("repack_weights gives quantized matmul weights the target's layout, and leaves the tied embedding and f32 alone") {
+TEST_CASE("repack_weights gives quantized matmul weights the target's layout, the tied embedding too where its embedding reads it") {
   X4Kernels x4;
   PassContext ctx;
   ctx.kernels = &x4;
   CHECK(after(kRepack_before, "repack_weights", ctx) == kRepack_after);
+  // An embedding that reads rows only keeps the tied table in rows for both readers.
+  X4RowsEmbedding rows_embedding;
+  ctx.kernels = &rows_embedding;
+  std::string want = kRepack_after;
+  const std::string tied = "weight \"token_embd\" : q8_0[16, 32]";
+  want.replace(want.find(tied), tied.size() + std::string(" {layout=rows_x4}").size(), tied);
+  CHECK(after(kRepack_before, "repack_weights", ctx) == want);
 }
 
 TEST_CASE("repack_weights changes nothing without a kernel table, and on the cpu gives what its matmul reads fastest") {
   CHECK(after(kRepack_before, "repack_weights", PassContext{}) == kRepack_before);
   // The cpu prefers rows_x16 for q8_0/q4_0 and f32/f16/bf16 where its ISA
   // family has panel kernels (AVX-512 VNNI), else rows (docs/ir.md,
-  // "Weight layouts"). The tied embedding stays rows either way.
+  // "Weight layouts"). The tied embedding follows: the cpu's embedding reads
+  // every layout.
   cpu::CpuKernelTable cpu_table;
   PassContext ctx;
   ctx.kernels = &cpu_table;
@@ -126,7 +142,7 @@ TEST_CASE("a weight's layout prints, parses back and survives the round trip") {
   CHECK(g->value(2).layout == WeightLayout::rows_x4);
   CHECK(g->value(3).layout == WeightLayout::rows_x4);
   CHECK(g->value(3).packed_from.size() == 2);
-  CHECK(g->value(1).layout == WeightLayout::rows);
+  CHECK(g->value(1).layout == WeightLayout::rows_x4);
   CHECK(print(*g) == kRepack_after);
 }
 
@@ -162,9 +178,12 @@ TEST_CASE("bad layouts get one line naming the weight and what was expected") {
 )") == "verify: 'w': layout=rows_x4 holds q8_0 or q4_0 weights, got f32");
   CHECK(verify_error(R"(graph @g {
   %0 = input "token_ids" : i32[T]
-  %1 = weight "emb" : q8_0[16, 32] {layout=rows_x4}
-  %2 = embedding(%1, %0) : f32[T, 32]  # embd
-  return %2
+  %1 = weight "emb" : f32[16, 32] {layout=rows_x16}
+  %2 = weight "w" : f32[8, 32]
+  %3 = embedding(%1, %0) : f32[T, 32]  # embd
+  %4 = matmul(%3, %1) : f32[T, 16]  # output
+  %5 = matmul(%1, %2) : f32[16, 8]  # from_table
+  return %4, %5
 }
-)") == "verify: embd: reads 'emb' (layout=rows_x4) as input 0; only a matmul's weight (input 1) may have a layout other than rows");
+)") == "verify: from_table: reads 'emb' (layout=rows_x16) as input 0; only a matmul's weight (input 1) or an embedding's table (input 0) may have a layout other than rows");
 }
