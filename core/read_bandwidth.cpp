@@ -1,5 +1,7 @@
 #include "core/read_bandwidth.h"
 
+#include "core/huge_pages.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -9,9 +11,6 @@
 #include <string>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -21,7 +20,6 @@ namespace {
 
 constexpr uint64_t kStep = 256;               // bytes per loop iteration of every read kernel
 constexpr uint64_t kChunk = uint64_t{1} << 20;  // bytes a thread takes at a time (a multiple of kStep)
-constexpr uint64_t kHugePage = uint64_t{2} << 20;
 
 using ReadFn = uint64_t (*)(const std::byte* p, uint64_t n);  // n: a multiple of kStep, p 64-byte aligned
 
@@ -148,19 +146,16 @@ BandwidthResult measure_read_bandwidth(ParallelFor& pf, uint64_t bytes, int reps
   bytes = std::max(bytes / kStep * kStep, kStep);
   reps = std::max(reps, 1);
 
-  const uint64_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* mem = std::aligned_alloc(kHugePage, size);
+  const HostBytes owned = allocate_huge_pages(bytes);
+  std::byte* mem = owned.get();
   if (!mem) return result;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  madvise(mem, size, MADV_HUGEPAGE);
-#endif
-  const std::byte* buf = static_cast<const std::byte*>(mem);
+  const std::byte* buf = mem;
   const int64_t chunks = (int64_t)((bytes + kChunk - 1) / kChunk);
   auto chunk_len = [&](int64_t c) { return std::min(kChunk, bytes - (uint64_t)c * kChunk); };
 
   // Fault every page in (from the threads that will read them) before timing.
   pf.run(chunks, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) std::memset(static_cast<std::byte*>(mem) + c * kChunk, 0x5a, chunk_len(c));
+    for (int64_t c = c0; c < c1; ++c) std::memset(mem + c * kChunk, 0x5a, chunk_len(c));
   });
 
   std::atomic<uint64_t> sink{0};
@@ -180,7 +175,6 @@ BandwidthResult measure_read_bandwidth(ParallelFor& pf, uint64_t bytes, int reps
     seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
   }
   g_bandwidth_sink = g_bandwidth_sink ^ sink.load();
-  std::free(mem);
 
   std::sort(seconds.begin(), seconds.end());
   const double median = reps % 2 ? seconds[(size_t)reps / 2]

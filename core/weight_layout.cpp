@@ -159,20 +159,20 @@ void read_row_blocks(WeightLayout layout, DType dtype, int64_t rows, int64_t col
   }
 }
 
-Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,
-                                          std::span<const std::byte> bytes) {
+Status relayout_into(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,
+                     std::span<const std::byte> bytes, std::span<std::byte> out) {
   const std::string what = "repack to " + std::string(name(to));
   const WeightLayout checked = to != WeightLayout::rows ? to : from;
   TS_TRY(check_weight_layout(checked, dtype, Shape{rows, cols}, what));
   const int64_t row_bytes = (int64_t)bytes_for(dtype, cols);
-  if ((int64_t)bytes.size() != rows * row_bytes)
-    return invalid_argument(what + ": " + std::to_string(bytes.size()) + " bytes; a " + std::string(name(dtype)) + "[" +
-                            std::to_string(rows) + ", " + std::to_string(cols) + "] weight has " +
-                            std::to_string(rows * row_bytes));
-  std::vector<std::byte> out(bytes.size());
+  for (const size_t n : {bytes.size(), out.size()})
+    if ((int64_t)n != rows * row_bytes)
+      return invalid_argument(what + ": " + std::to_string(n) + " bytes; a " + std::string(name(dtype)) + "[" +
+                              std::to_string(rows) + ", " + std::to_string(cols) + "] weight has " +
+                              std::to_string(rows * row_bytes));
   if (from == to) {
     std::memcpy(out.data(), bytes.data(), bytes.size());
-    return out;
+    return Status::ok();
   }
   const bool plain_x16 = is_plain(dtype) && (from == WeightLayout::rows || to == WeightLayout::rows) &&
                          (from == WeightLayout::rows_x16 || to == WeightLayout::rows_x16);
@@ -180,6 +180,13 @@ Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DT
     plain_rows_x16(to == WeightLayout::rows_x16, rows, row_bytes, bytes.data(), out.data());
   else
     copy_rows(pieces_of(dtype, rows, cols, from), bytes.data(), 0, pieces_of(dtype, rows, cols, to), out.data(), 0, rows);
+  return Status::ok();
+}
+
+Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,
+                                          std::span<const std::byte> bytes) {
+  std::vector<std::byte> out(bytes.size());
+  TS_TRY(relayout_into(from, to, dtype, rows, cols, bytes, out));
   return out;
 }
 

@@ -76,7 +76,11 @@ int64_t layout_block_elems(DType dtype);
 // a tied classifier, which may not allocate during a step).
 void read_row_blocks(WeightLayout layout, DType dtype, int64_t rows, int64_t cols, const std::byte* bytes, int64_t r,
                      int64_t b0, int64_t nb, std::byte* dst);
-// Any layout to another (rows included), for the loader and tools.
+// Any layout to another (rows included), into `out` (exactly the weight's
+// size, as `bytes` must be), for the loader's own buffers.
+Status relayout_into(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,
+                     std::span<const std::byte> bytes, std::span<std::byte> out);
+// The same into a new vector, for tools and tests.
 Expected<std::vector<std::byte>> relayout(WeightLayout from, WeightLayout to, DType dtype, int64_t rows, int64_t cols,
                                           std::span<const std::byte> bytes);
 

@@ -9,6 +9,6 @@
 namespace tessera {
 
 inline constexpr uint32_t kBackendAbiVersion = 10;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0xcc819c9205de32e8ull;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0xf68abbda9df2b65full;
 
 }  // namespace tessera

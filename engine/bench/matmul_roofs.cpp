@@ -6,12 +6,10 @@
 #include <cstring>
 #include <random>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "core/half.h"
 #include "core/quant.h"
+#include "core/huge_pages.h"
 #include "core/read_bandwidth.h"
 #include "engine/bench/stats.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -20,21 +18,6 @@ namespace tessera {
 
 namespace {
 
-// A 2 MiB-aligned buffer (transparent huge pages where the kernel gives them).
-struct PageBuffer {
-  explicit PageBuffer(uint64_t bytes) : size((bytes + kHugePage - 1) / kHugePage * kHugePage) {
-    p = static_cast<std::byte*>(std::aligned_alloc(kHugePage, size));
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (p) madvise(p, size, MADV_HUGEPAGE);
-#endif
-  }
-  ~PageBuffer() { std::free(p); }
-  PageBuffer(const PageBuffer&) = delete;
-  PageBuffer& operator=(const PageBuffer&) = delete;
-  static constexpr uint64_t kHugePage = uint64_t{2} << 20;
-  uint64_t size;
-  std::byte* p = nullptr;
-};
 
 MatmulRoofCase run_case(ParallelFor& pf, DType dtype, int64_t n, int64_t k, int reps, std::mt19937& gen) {
   MatmulRoofCase c;
@@ -44,11 +27,11 @@ MatmulRoofCase run_case(ParallelFor& pf, DType dtype, int64_t n, int64_t k, int 
   c.weight_bytes = bytes_for(dtype, n * k);
   const uint64_t stride = (c.weight_bytes + 4095) / 4096 * 4096, read_bytes = c.weight_bytes / 256 * 256;
   const uint64_t copies = std::max<uint64_t>(2, (4 * last_level_cache_bytes() + c.weight_bytes - 1) / c.weight_bytes);
-  PageBuffer weights(copies * stride), roof(copies * read_bytes);
-  if (weights.p == nullptr || roof.p == nullptr) return c;
+  const HostBytes weights = allocate_huge_pages(copies * stride), roof = allocate_huge_pages(copies * read_bytes);
+  if (weights == nullptr || roof == nullptr) return c;
   const std::vector<std::byte> w0 = random_blocks(dtype, n, k, gen);
-  for (uint64_t i = 0; i < copies; ++i) std::memcpy(weights.p + i * stride, w0.data(), w0.size());
-  std::memset(roof.p, 0x5a, copies * read_bytes);
+  for (uint64_t i = 0; i < copies; ++i) std::memcpy(weights.get() + i * stride, w0.data(), w0.size());
+  std::memset(roof.get(), 0x5a, copies * read_bytes);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> x((size_t)k), y((size_t)n);
   for (float& f : x) f = u(gen);
@@ -58,7 +41,7 @@ MatmulRoofCase run_case(ParallelFor& pf, DType dtype, int64_t n, int64_t k, int 
   auto gemv_seconds = [&](uint64_t copy) {
     kernels::MatmulArgs a;
     a.x = x.data();
-    a.w = weights.p + copy * stride;
+    a.w = weights.get() + copy * stride;
     a.w_dtype = dtype;
     a.y = y.data();
     a.m = 1, a.n = n, a.k = k;
@@ -67,7 +50,7 @@ MatmulRoofCase run_case(ParallelFor& pf, DType dtype, int64_t n, int64_t k, int 
     kernels::cpu::matmul(a, pf);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  auto read_seconds = [&](uint64_t copy) { return time_read_pass(pf, roof.p + copy * read_bytes, read_bytes); };
+  auto read_seconds = [&](uint64_t copy) { return time_read_pass(pf, roof.get() + copy * read_bytes, read_bytes); };
   gemv_seconds(0), read_seconds(0);  // warm-up: threads, frequency, TLBs
   std::vector<double> gemv_s, read_GBps, share;
   for (int i = 0; i < reps; ++i) {

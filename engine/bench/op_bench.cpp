@@ -9,10 +9,7 @@
 #include <memory>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
+#include "core/huge_pages.h"
 #include "core/read_bandwidth.h"
 #include "engine/bench/stats.h"
 
@@ -21,25 +18,10 @@ namespace tessera {
 namespace {
 
 constexpr uint64_t kAlign = 64;               // every tensor of a copy starts on a cache line
-constexpr uint64_t kHugePage = uint64_t{2} << 20;
 constexpr int kMinReps = 10;                  // at least this many timed calls
 constexpr int kMaxReps = 20000;
 constexpr int64_t kMaxCopies = 1 << 16;
 
-struct FreeDeleter {
-  void operator()(std::byte* p) const { std::free(p); }
-};
-using HostBytes = std::unique_ptr<std::byte, FreeDeleter>;
-
-// A 2 MiB-aligned allocation, on transparent huge pages where the kernel gives them.
-HostBytes allocate(uint64_t bytes) {
-  const uint64_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(kHugePage, size));
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (p) madvise(p, size, MADV_HUGEPAGE);
-#endif
-  return HostBytes(p);
-}
 
 uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
@@ -72,9 +54,9 @@ Expected<OpTiming> time_op(ParallelFor& pf, const OpShape& shape, bool hot, doub
     return invalid_argument("--op " + shape.op + ": " + std::to_string(copies) + (copies == 1 ? " copy" : " copies") + " of " +
                             std::to_string(stride >> 20) + " MiB of inputs exceed half the machine's " +
                             std::to_string(memory >> 30) + " GiB; expected smaller sizes (" + row->sizes + ")");
-  HostBytes data = allocate(total);
+  HostBytes data = allocate_huge_pages(total);
   const size_t ws_bytes = row->workspace_bytes(shape, pf.num_threads());
-  HostBytes workspace = allocate(std::max<size_t>(ws_bytes, kAlign));
+  HostBytes workspace = allocate_huge_pages(std::max<size_t>(ws_bytes, kAlign));
   if (!data || !workspace) return resource_exhausted("--op " + shape.op + ": cannot allocate " + std::to_string(total >> 20) + " MiB");
 
   std::memset(data.get(), 0, stride);

@@ -7,11 +7,9 @@
 #include <string>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "core/half.h"
+#include "core/huge_pages.h"
 
 namespace tessera {
 namespace {
@@ -206,17 +204,16 @@ std::string shape_name(const SyntheticSpec& spec) {
          std::string(name(spec.weight_type));
 }
 
-// One allocation for the whole model; big ones are 2 MiB aligned and asked
-// for transparent huge pages, which halves page-fault time and TLB misses.
+// One allocation for the whole model; big ones on huge pages
+// (core/huge_pages.h), which also halves page-fault time.
 std::shared_ptr<const void> allocate_storage(uint64_t bytes) {
-  constexpr uint64_t kHuge = uint64_t{2} << 20;
-  const uint64_t align = bytes >= 64 * kHuge ? kHuge : kTensorAlign;
-  const uint64_t size = round_up(std::max<uint64_t>(bytes, 1), align);
-  void* p = std::aligned_alloc(align, size);
+  if (bytes >= 64 * kHugePageBytes) {
+    HostBytes p = allocate_huge_pages(bytes);
+    if (!p) return nullptr;
+    return std::shared_ptr<const void>(p.release(), [](const void* q) { std::free(const_cast<void*>(q)); });
+  }
+  void* p = std::aligned_alloc(kTensorAlign, round_up(std::max<uint64_t>(bytes, 1), kTensorAlign));
   if (!p) return nullptr;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (align == kHuge) madvise(p, size, MADV_HUGEPAGE);
-#endif
   return std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <span>
 #include <tuple>
 
@@ -200,54 +201,73 @@ Status ModelRunner::place_and_bind() {
     }
   }
 
+  TS_TRY(make_weights());
   // Weights are imported once per device that reads them; every bucket's plan
   // binds the same buffers (the KV pools come with the cache: attach).
   for (const graph::GraphPart& part : parts_) {
     DeviceSlot& slot = slot_of(part.device);
     for (const auto& v : part.graph.values) {
       if (slot.bound.count(v.name)) continue;
-      if (v.kind == graph::ValueKind::weight && (!v.packed_from.empty() || v.layout != WeightLayout::rows)) {
-        // Made once here, shared by every device that reads it: a packed
-        // weight (its parts' rows, in order; row-major, so their bytes one
-        // after another), then reordered when the repack pass chose a layout.
-        auto [it, fresh] = packed_weights_.try_emplace(v.name);
-        if (fresh) {
-          // The weight's rows-layout bytes: the model's own (reordered
-          // straight from there, with no copy first), or the parts' rows.
-          std::vector<std::byte> bytes;
-          std::span<const std::byte> rows_bytes;
-          if (v.packed_from.empty()) {
-            const WeightTensor* t = weights_->find(v.name);
-            if (!t) return internal_error("weight '" + v.name + "' is not in the model");
-            rows_bytes = std::span<const std::byte>(t->data);
-          }
-          for (const std::string& part_name : v.packed_from) {
-            const WeightTensor* t = weights_->find(part_name);
-            if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
-              return internal_error(v.name + ": part '" + part_name + "' is missing or does not match the packed layout");
-            bytes.insert(bytes.end(), t->data.begin(), t->data.end());
-            rows_bytes = bytes;
-          }
-          if (rows_bytes.size() != v.desc.bytes()) return internal_error(v.name + ": packed bytes do not match its shape");
-          if (v.layout != WeightLayout::rows) {
-            TS_ASSIGN_OR_RETURN(bytes, relayout(WeightLayout::rows, v.layout, v.desc.dtype, v.desc.shape[0], v.desc.shape[1], rows_bytes));
-          }
-          it->second = std::move(bytes);
-        }
-        TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(it->second));
+      if (auto made = made_.find(v.name); made != made_.end()) {
+        TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(made->second));
       } else if (v.kind == graph::ValueKind::weight) {
         const WeightTensor* t = weights_->find(v.name);
         if (!t) return internal_error("weight '" + v.name + "' is not in the model");
         TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(t->data));
-      } else if (v.kind == graph::ValueKind::constant) {
-        // A folded constant (a RoPE table): made once from its recipe, owned here like a packed weight.
-        auto [it, fresh] = packed_weights_.try_emplace(v.name);
-        if (fresh) {
-          TS_ASSIGN_OR_RETURN(it->second, graph::materialize_constant(v));
-        }
-        TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(it->second));
       }
     }
+  }
+  return Status::ok();
+}
+
+// What the passes made of the model's weights: a packed weight (its parts'
+// rows in order: row-major, so their bytes one after another), reordered
+// where the repack pass chose a layout, or a weight only reordered; and the
+// constants they folded (a RoPE table). All of it in one allocation on huge
+// pages (core/huge_pages.h), which decode streams every step.
+Status ModelRunner::make_weights() {
+  std::vector<std::pair<const graph::Value*, uint64_t>> plan;  // each made value and its offset
+  std::set<std::string> seen;
+  uint64_t total = 0;
+  for (const graph::GraphPart& part : parts_)
+    for (const auto& v : part.graph.values) {
+      const bool made = v.kind == graph::ValueKind::constant ||
+                        (v.kind == graph::ValueKind::weight && (!v.packed_from.empty() || v.layout != WeightLayout::rows));
+      if (!made || !seen.insert(v.name).second) continue;
+      plan.emplace_back(&v, total);
+      total += (v.desc.bytes() + 63) / 64 * 64;
+    }
+  if (plan.empty()) return Status::ok();
+  made_bytes_ = allocate_huge_pages(total);
+  if (!made_bytes_) return resource_exhausted("runner: cannot allocate " + std::to_string(total) + " bytes for the packed and reordered weights");
+  for (const auto& [vp, offset] : plan) {
+    const graph::Value& v = *vp;
+    const std::span<std::byte> out(made_bytes_.get() + offset, v.desc.bytes());
+    if (v.kind == graph::ValueKind::constant) {
+      TS_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, graph::materialize_constant(v));
+      if (bytes.size() != out.size()) return internal_error(v.name + ": the folded constant does not match its shape");
+      std::memcpy(out.data(), bytes.data(), bytes.size());
+    } else {
+      // The weight's rows-layout bytes: the model's own (reordered straight
+      // from there, with no copy first), or the parts' rows.
+      std::vector<std::byte> parts;
+      std::span<const std::byte> rows_bytes;
+      if (v.packed_from.empty()) {
+        const WeightTensor* t = weights_->find(v.name);
+        if (!t) return internal_error("weight '" + v.name + "' is not in the model");
+        rows_bytes = std::span<const std::byte>(t->data);
+      }
+      for (const std::string& part_name : v.packed_from) {
+        const WeightTensor* t = weights_->find(part_name);
+        if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
+          return internal_error(v.name + ": part '" + part_name + "' is missing or does not match the packed layout");
+        parts.insert(parts.end(), t->data.begin(), t->data.end());
+        rows_bytes = parts;
+      }
+      if (rows_bytes.size() != out.size()) return internal_error(v.name + ": packed bytes do not match its shape");
+      TS_TRY(relayout_into(WeightLayout::rows, v.layout, v.desc.dtype, v.desc.shape[0], v.desc.shape[1], rows_bytes, out));
+    }
+    made_[v.name] = out;
   }
   return Status::ok();
 }

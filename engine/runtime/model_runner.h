@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/hal/backend.h"
+#include "core/huge_pages.h"
 #include "core/status.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/model_weights.h"
@@ -200,6 +201,7 @@ class ModelRunner {
 
   ModelRunner(std::shared_ptr<const ModelWeights> w, const RunnerOptions& o) : weights_(std::move(w)), options_(o) {}
   Status place_and_bind();
+  Status make_weights();
   Status compile_buckets();
   std::vector<std::pair<int32_t, int32_t>> bucket_keys() const;
   std::pair<int32_t, int32_t> bucket_for(int32_t n_tokens, int32_t context) const;
@@ -224,11 +226,13 @@ class ModelRunner {
   std::array<InFlight, kMaxInFlight> in_flight_;
   StepTicket next_ticket_ = 1;
   std::vector<std::string> placement_notes_;
-  // Weights the passes packed (pack=concat_rows in the IR) and constants they
-  // folded (recipe=rope_table), made once here and imported by each device
-  // that reads them; a device may keep pointing
-  // at them (the CPU imports in place).
-  std::map<std::string, std::vector<std::byte>> packed_weights_;
+  // Weights the passes packed (pack=concat_rows in the IR) or reordered
+  // ({layout=...}) and constants they folded (recipe=rope_table), made once
+  // here (make_weights) in one huge-page allocation and imported by each
+  // device that reads them; a device may keep pointing at them (the CPU
+  // imports in place).
+  HostBytes made_bytes_;
+  std::map<std::string, std::span<const std::byte>> made_;
   std::vector<std::byte> staging_;            // transfers between two devices without host memory
   std::vector<int32_t> block_table_scratch_;  // block tables at a context bucket's row stride
 };
