@@ -38,10 +38,11 @@ namespace {
 
 constexpr int kPanelRows = 16;
 constexpr int kMaxPanels = (int)(kFPanelCallRows / kPanelRows);
-// Dwords a k-slice: a call's turned panels (64 KiB) sit in L2 while every x
-// row passes, on the stack (kernels do not allocate, and pool threads keep
-// no buffers of their own).
-constexpr int64_t kSliceDwords = 128;
+// Dwords a k-slice at most: a call's turned panels (64 KiB) sit in L2
+// while every x row passes, on the stack (kernels do not allocate, and pool
+// threads keep no buffers of their own). The call's slice_dwords may ask
+// for less, where the tiling pass's cache block is smaller.
+constexpr int64_t kSliceDwords = kFPanelSliceDwords;
 static_assert(kSliceDwords % 16 == 0);
 constexpr int kMaxMR = 12;
 // How far ahead a pass reading a weight stream in place asks for it (4 KiB).
@@ -227,7 +228,8 @@ void panel_call(const FPanelCall& c) {
   // slice's panels in L2 for every block of x rows. (The bf16 dot's x
   // pairs are held a slice at a time: it always slices.)
   const bool all_in_place = c.x16 && last_rows == kPanelRows;
-  const int64_t slice = M == Mul::fma && all_in_place && c.m <= kMaxMR ? dwords : kSliceDwords;
+  const int64_t sliced = c.slice_dwords > 0 ? std::clamp<int64_t>(c.slice_dwords / 16 * 16, 16, kSliceDwords) : kSliceDwords;
+  const int64_t slice = M == Mul::fma && all_in_place && c.m <= kMaxMR ? dwords : sliced;
   alignas(64) __m512i turned[kMaxPanels * kSliceDwords];
   alignas(64) uint32_t xb[M == Mul::bf16_dot ? kMaxMR * kSliceDwords : 1];
   const __m512i* panels[kMaxPanels];

@@ -155,8 +155,14 @@ struct FPanelCall {
   bool x16 = false;
   float* y = nullptr;
   int64_t ldy = 0;
+  // Dwords a k-slice (the tiling pass's cache block, matmul.cpp): a
+  // multiple of 16 up to kFPanelSliceDwords; 0 takes that most.
+  int64_t slice_dwords = 0;
 };
 constexpr int64_t kFPanelCallRows = 128;
+// A call's turned panels a k-slice at most (kFPanelCallRows / 16 panels of
+// this many 64-byte vectors, 64 KiB), held on the running thread's stack.
+constexpr int64_t kFPanelSliceDwords = 128;
 using FPanelFn = void (*)(const FPanelCall& c);
 // One block of one KV head for one query token: the query heads of the KV
 // head's group fold the block's positions [lo, n) into their online-softmax

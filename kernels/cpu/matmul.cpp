@@ -235,15 +235,24 @@ detail::KPanelFn k_panel(const detail::IsaKernels& isa, DType t) {
   }
 }
 
+// Calls of call_rows weight rows a parallel item takes at least: the tiling
+// pass's chunk_bytes per 4-row x tile, as blocked() counts it.
+int64_t calls_per_item(const MatmulArgs& a, int64_t call_rows, int64_t row_bytes) {
+  const int64_t chunk_bytes = a.tile.chunk_bytes > 0 ? a.tile.chunk_bytes : kChunkBytes;
+  const int64_t x_tiles = (a.m + kMR - 1) / kMR;
+  return std::max<int64_t>(1, chunk_bytes / (call_rows * row_bytes * x_tiles));
+}
+
 // x rows to q8_K, then the panel kernel over calls of kKPanelCallRows weight
-// rows, one parallel item a call (each call passes all x rows over its
-// panels, a k-slice at a time), the epilogue after each.
+// rows (each call passes all x rows over its panels, a k-slice at a time),
+// the epilogue after each.
 void q8_K_panels(const MatmulArgs& a, ParallelFor& pf, const detail::IsaKernels& isa, detail::KPanelFn panel_fn) {
   const int64_t xs = detail::q8_K_row_bytes(a.k);
   std::byte* qx = quantize_x(a, pf, xs, isa.quantize_row_K);
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const auto* w = static_cast<const std::byte*>(a.w);
-  detail::parallel_for(pf, (a.n + kKPanelCallRows - 1) / kKPanelCallRows, 1, [&](int64_t c0, int64_t c1) {
+  const int64_t grain = calls_per_item(a, kKPanelCallRows, row_bytes);
+  detail::parallel_for(pf, (a.n + kKPanelCallRows - 1) / kKPanelCallRows, grain, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t n0 = c * kKPanelCallRows, n1 = std::min(a.n, n0 + kKPanelCallRows);
       panel_fn(qx, xs, a.m, w + n0 * row_bytes, row_bytes, n1 - n0, a.k, a.y + n0, a.n);
@@ -307,21 +316,27 @@ std::string f_panel_isa(DType t, const std::string& family) {
 }
 
 // The float panel kernel over calls of up to kFPanelCallRows weight rows (16
-// a panel), one parallel item a call or more. Calls shrink to two panels
-// where the weight has too few rows to give every thread four calls.
+// a panel). Calls shrink to two panels where the weight has too few rows to
+// give every thread four calls. The tiling pass's attributes set the rest:
+// chunk_bytes per 4-row x tile, as blocked() counts it, the least weight a
+// parallel item covers (whole calls), and weight_block_bytes the k-slice,
+// the call's turned panels that stay in cache while every x row passes.
 void float_panels(const MatmulArgs& a, ParallelFor& pf, detail::FPanelFn panel_fn) {
   const int64_t row_bytes = (int64_t)bytes_for(a.w_dtype, a.k);
   const int64_t wanted = (a.n + 4 * pf.num_threads() - 1) / (4 * pf.num_threads());
   const int64_t call_rows = std::clamp<int64_t>((wanted + 15) / 16 * 16, 32, detail::kFPanelCallRows);
+  const int64_t block_bytes = a.tile.weight_block_bytes > 0 ? a.tile.weight_block_bytes : kL2Block;
+  const int64_t grain = calls_per_item(a, call_rows, row_bytes);
+  const int64_t slice_dwords = std::clamp<int64_t>(block_bytes / (call_rows / 16 * 64) / 16 * 16, 16, detail::kFPanelSliceDwords);
   const auto* w = static_cast<const std::byte*>(a.w);
   // rows_x4 holds no plain type (check_weight_layout); rows_x16's groups
   // start at their first row's standard offset, as rows' rows do.
   const bool x16 = a.w_layout == WeightLayout::rows_x16;
-  detail::parallel_for(pf, (a.n + call_rows - 1) / call_rows, 1, [&](int64_t c0, int64_t c1) {
+  detail::parallel_for(pf, (a.n + call_rows - 1) / call_rows, grain, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t n0 = c * call_rows, n1 = std::min(a.n, n0 + call_rows);
       panel_fn({.x = a.x, .ldx = a.k, .m = a.m, .w = w + n0 * row_bytes, .w_row_bytes = row_bytes, .n = n1 - n0,
-                .k = a.k, .x16 = x16, .y = a.y + n0, .ldy = a.n});
+                .k = a.k, .x16 = x16, .y = a.y + n0, .ldy = a.n, .slice_dwords = slice_dwords});
       epilogue(a, 0, a.m, n0, n1);
     }
   });

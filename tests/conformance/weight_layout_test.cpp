@@ -28,10 +28,10 @@ std::vector<float> reference(DType t, const std::vector<float>& x, const std::ve
 }
 
 std::vector<float> cpu_matmul(DType t, WeightLayout layout, const std::vector<float>& x, const std::vector<std::byte>& w,
-                              const Case& c) {
+                              const Case& c, TileParams tile = {}) {
   std::vector<float> y((size_t)(c.m * c.n), -777.0f);
   AlignedBuffer ws(cpu::matmul_workspace_bytes(t, c.m, c.k));
-  MatmulArgs a{x.data(), w.data(), t, y.data(), c.m, c.n, c.k, ws.data()};
+  MatmulArgs a{x.data(), w.data(), t, y.data(), c.m, c.n, c.k, ws.data(), tile};
   a.w_layout = layout;
   cpu::matmul(a, pool());
   return y;
@@ -134,6 +134,12 @@ TEST_CASE("f32, f16 and bf16 matmuls on rows_x16 weights match reference and equ
         if (cpu::matmul_kernel_name(t, c.m).find("onednn") != std::string::npos) return;
         const std::vector<float> y_rows = cpu_matmul(t, WeightLayout::rows, x, w, c);
         CHECK(std::memcmp(y.data(), y_rows.data(), y.size() * sizeof(float)) == 0);
+        // The tiling pass's attributes (the smallest cache block: 16-dword
+        // k-slices; one-call items) change the blocking, never a bit.
+        for (WeightLayout l : {WeightLayout::rows, WeightLayout::rows_x16}) {
+          const std::vector<float> y_tiled = cpu_matmul(t, l, x, l == WeightLayout::rows ? w : w_x, c, TileParams{1, 1});
+          CHECK(std::memcmp(y.data(), y_tiled.data(), y.size() * sizeof(float)) == 0);
+        }
       });
     }
   // What rows_x16 cannot hold: 16-bit rows of an odd width (half a dword).
