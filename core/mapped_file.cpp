@@ -44,6 +44,17 @@ Expected<MappedFile> MappedFile::open(const std::string& path) {
   return f;
 }
 
+bool MappedFile::release(std::span<const std::byte> range) const {
+  const auto begin = reinterpret_cast<uintptr_t>(range.data()), end = begin + range.size();
+  const auto map_begin = reinterpret_cast<uintptr_t>(addr_), map_end = map_begin + size_;
+  if (!addr_ || begin < map_begin || end > map_end) return false;
+  const uintptr_t page = (uintptr_t)::sysconf(_SC_PAGESIZE);
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  // A private read-only file map: the dropped pages are clean, and refault from the file.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  return true;
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)), addr_(other.addr_), size_(other.size_) {
   other.addr_ = nullptr;

@@ -27,6 +27,11 @@ class MappedFile {
   uint64_t size() const { return size_; }
   const std::byte* data() const { return static_cast<const std::byte*>(addr_); }
   std::span<const std::byte> bytes() const { return {data(), (size_t)size_}; }
+  // Drops this process's pages wholly inside `range` (clipped to the map),
+  // for bytes a reader has copied elsewhere: they stay in the page cache and
+  // come back from the file if read again, but no longer count in this
+  // process's resident memory. False when the range is not in this map.
+  bool release(std::span<const std::byte> range) const;
 
  private:
   void reset();

@@ -237,6 +237,7 @@ Expected<ModelWeights> load_gguf_model(const std::string& path) {
     if (!consumed.count(kv.key)) m.metadata[kv.key] = kv.value.to_display_string();
   }
   owned->file = f.mapping();
+  m.mappings.push_back(f.mapping());
   m.storage = owned;
   return m;
 }

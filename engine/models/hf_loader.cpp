@@ -206,6 +206,7 @@ Expected<ModelWeights> load_hf_model(const std::string& dir) {
   TS_TRY(read_tokenizer(dir, &m));
   m.metadata["hf.model_type"] = std::string(cfg.arch->model_type);
   for (size_t i = 0; i < cfg.notes.size(); ++i) m.metadata["hf.note." + std::to_string(i)] = cfg.notes[i];
+  m.mappings = store->shards;
   m.storage = std::move(store);
   return m;
 }

@@ -133,7 +133,9 @@ Expected<ModelWeights> load_llama2c(const std::string& path) {
   if (!shared) cur.take(1, {vocab, dim}, [](int) { return std::string("output.weight"); });
 
   m.metadata["llama2c.shared_classifier"] = shared ? "true" : "false";
-  m.storage = std::make_shared<const MappedFile>(std::move(file));
+  auto mapped = std::make_shared<const MappedFile>(std::move(file));
+  m.mappings.push_back(mapped);
+  m.storage = std::move(mapped);
   return m;
 }
 

@@ -23,4 +23,9 @@ uint64_t ModelWeights::total_bytes() const {
   return n;
 }
 
+void ModelWeights::release_copied(std::span<const std::byte> bytes) const {
+  for (const auto& m : mappings)
+    if (m && m->release(bytes)) return;
+}
+
 }  // namespace tessera

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "engine/models/transformer_config.h"
@@ -39,6 +40,16 @@ struct ModelWeights {
   std::optional<TokenizerData> tokenizer;
   // Owns what `data` spans point into: an mmap, or bytes made at load.
   std::shared_ptr<const void> storage;
+  // The file maps among them (GGUF, safetensors shards, llama2.c), for
+  // release_copied.
+  std::vector<std::shared_ptr<const MappedFile>> mappings;
+
+  // Drops the resident pages under a tensor's bytes that a reader has
+  // copied (the runner's reordered and packed weights), where they lie in
+  // a file map: they refault from the file if read again, so this is safe
+  // whoever reads them later, and the process holds one copy of a weight
+  // rather than two. Bytes made at load are left alone.
+  void release_copied(std::span<const std::byte> bytes) const;
 
   const WeightTensor* find(const std::string& name) const;
   // The tensor, checked to exist with exactly this shape.

@@ -266,6 +266,9 @@ Status ModelRunner::make_weights() {
       }
       if (rows_bytes.size() != out.size()) return internal_error(v.name + ": packed bytes do not match its shape");
       TS_TRY(relayout_into(WeightLayout::rows, v.layout, v.desc.dtype, v.desc.shape[0], v.desc.shape[1], rows_bytes, out));
+      // The file's pages of what was copied leave this process's memory.
+      if (v.packed_from.empty()) weights_->release_copied(rows_bytes);
+      for (const std::string& part_name : v.packed_from) weights_->release_copied(weights_->find(part_name)->data);
     }
     made_[v.name] = out;
   }
