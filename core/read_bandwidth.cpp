@@ -146,23 +146,21 @@ BandwidthResult measure_read_bandwidth(ParallelFor& pf, uint64_t bytes, int reps
   bytes = std::max(bytes / kStep * kStep, kStep);
   reps = std::max(reps, 1);
 
-  const HostBytes owned = allocate_huge_pages(bytes);
-  std::byte* mem = owned.get();
+  const HostBytes mem = allocate_huge_pages(bytes);
   if (!mem) return result;
-  const std::byte* buf = mem;
   const int64_t chunks = (int64_t)((bytes + kChunk - 1) / kChunk);
   auto chunk_len = [&](int64_t c) { return std::min(kChunk, bytes - (uint64_t)c * kChunk); };
 
   // Fault every page in (from the threads that will read them) before timing.
   pf.run(chunks, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) std::memset(mem + c * kChunk, 0x5a, chunk_len(c));
+    for (int64_t c = c0; c < c1; ++c) std::memset(mem.get() + c * kChunk, 0x5a, chunk_len(c));
   });
 
   std::atomic<uint64_t> sink{0};
   auto pass = [&] {
     pf.run(chunks, 1, [&](int64_t c0, int64_t c1) {
       uint64_t r = 0;
-      for (int64_t c = c0; c < c1; ++c) r ^= kernel.fn(buf + c * kChunk, chunk_len(c));
+      for (int64_t c = c0; c < c1; ++c) r ^= kernel.fn(mem.get() + c * kChunk, chunk_len(c));
       sink.fetch_xor(r, std::memory_order_relaxed);
     });
   };

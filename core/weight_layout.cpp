@@ -134,9 +134,8 @@ void read_rows(WeightLayout layout, DType dtype, int64_t rows, int64_t cols, con
     std::memcpy(dst, bytes + r0 * row_bytes, (size_t)(nr * row_bytes));
     return;
   }
-  const PieceOffsets from = pieces_of(dtype, rows, cols, layout);
-  for (int64_t r = r0; r < r0 + nr; ++r)
-    read_row_blocks(layout, dtype, rows, cols, bytes, r, 0, from.row_bytes / from.block_bytes, dst + (r - r0) * row_bytes);
+  const int64_t blocks = cols / layout_block_elems(dtype);
+  for (int64_t r = r0; r < r0 + nr; ++r) read_row_blocks(layout, dtype, rows, cols, bytes, r, 0, blocks, dst + (r - r0) * row_bytes);
 }
 
 int64_t layout_block_elems(DType dtype) { return is_plain(dtype) ? 4 / (int64_t)traits(dtype).block_bytes : traits(dtype).block_elems; }

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <random>
 
-
 #include "core/half.h"
 #include "core/quant.h"
 #include "core/huge_pages.h"
@@ -17,7 +16,6 @@
 namespace tessera {
 
 namespace {
-
 
 MatmulRoofCase run_case(ParallelFor& pf, DType dtype, int64_t n, int64_t k, int reps, std::mt19937& gen) {
   MatmulRoofCase c;

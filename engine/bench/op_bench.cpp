@@ -22,7 +22,6 @@ constexpr int kMinReps = 10;                  // at least this many timed calls
 constexpr int kMaxReps = 20000;
 constexpr int64_t kMaxCopies = 1 << 16;
 
-
 uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
 uint64_t physical_memory_bytes() {

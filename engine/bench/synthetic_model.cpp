@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-
 #include "core/half.h"
 #include "core/huge_pages.h"
 

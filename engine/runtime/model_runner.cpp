@@ -220,11 +220,10 @@ Status ModelRunner::place_and_bind() {
   return Status::ok();
 }
 
-// What the passes made of the model's weights: a packed weight (its parts'
-// rows in order: row-major, so their bytes one after another), reordered
-// where the repack pass chose a layout, or a weight only reordered; and the
-// constants they folded (a RoPE table). All of it in one allocation on huge
-// pages (core/huge_pages.h), which decode streams every step.
+// What the passes made of the model's weights (packed or reordered:
+// make_weight) and the constants they folded (a RoPE table), all in one
+// allocation on huge pages (core/huge_pages.h), which decode streams every
+// step.
 Status ModelRunner::make_weights() {
   std::vector<std::pair<const graph::Value*, uint64_t>> plan;  // each made value and its offset
   std::set<std::string> seen;
@@ -248,31 +247,44 @@ Status ModelRunner::make_weights() {
       if (bytes.size() != out.size()) return internal_error(v.name + ": the folded constant does not match its shape");
       std::memcpy(out.data(), bytes.data(), bytes.size());
     } else {
-      // The weight's rows-layout bytes: the model's own (reordered straight
-      // from there, with no copy first), or the parts' rows.
-      std::vector<std::byte> parts;
-      std::span<const std::byte> rows_bytes;
-      if (v.packed_from.empty()) {
-        const WeightTensor* t = weights_->find(v.name);
-        if (!t) return internal_error("weight '" + v.name + "' is not in the model");
-        rows_bytes = std::span<const std::byte>(t->data);
-      }
-      for (const std::string& part_name : v.packed_from) {
-        const WeightTensor* t = weights_->find(part_name);
-        if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
-          return internal_error(v.name + ": part '" + part_name + "' is missing or does not match the packed layout");
-        parts.insert(parts.end(), t->data.begin(), t->data.end());
-        rows_bytes = parts;
-      }
-      if (rows_bytes.size() != out.size()) return internal_error(v.name + ": packed bytes do not match its shape");
-      TS_TRY(relayout_into(WeightLayout::rows, v.layout, v.desc.dtype, v.desc.shape[0], v.desc.shape[1], rows_bytes, out));
-      // The file's pages of what was copied leave this process's memory.
-      if (v.packed_from.empty()) weights_->release_copied(rows_bytes);
-      for (const std::string& part_name : v.packed_from) weights_->release_copied(weights_->find(part_name)->data);
+      TS_TRY(make_weight(v, out));
     }
     made_[v.name] = out;
   }
   return Status::ok();
+}
+
+// A weight the passes packed or reordered, into `out`: the model's own
+// bytes reordered straight from there, or the parts' rows in order
+// (row-major: one after another), written into place, or gathered first
+// where they are reordered too. The file's pages of what was copied then
+// leave this process's memory (ModelWeights::release_copied).
+Status ModelRunner::make_weight(const graph::Value& v, std::span<std::byte> out) const {
+  const std::string mismatch = v.name + ": packed bytes do not match its shape";
+  if (v.packed_from.empty()) {
+    const WeightTensor* t = weights_->find(v.name);
+    if (!t) return internal_error("weight '" + v.name + "' is not in the model");
+    if (t->data.size() != out.size()) return internal_error(mismatch);
+    TS_TRY(relayout_into(WeightLayout::rows, v.layout, v.desc.dtype, v.desc.shape[0], v.desc.shape[1], t->data, out));
+    weights_->release_copied(t->data);
+    return Status::ok();
+  }
+  const bool reorder = v.layout != WeightLayout::rows;
+  std::vector<std::byte> parts;  // the parts' rows, where they are reordered after
+  uint64_t at = 0;
+  for (const std::string& part_name : v.packed_from) {
+    const WeightTensor* t = weights_->find(part_name);
+    if (!t || t->desc.dtype != v.desc.dtype || t->desc.shape[1] != v.desc.shape[1])
+      return internal_error(v.name + ": part '" + part_name + "' is missing or does not match the packed layout");
+    if (at + t->data.size() > out.size()) return internal_error(mismatch);
+    if (reorder) parts.insert(parts.end(), t->data.begin(), t->data.end());
+    else std::memcpy(out.data() + at, t->data.data(), t->data.size());
+    at += t->data.size();
+    weights_->release_copied(t->data);
+  }
+  if (at != out.size()) return internal_error(mismatch);
+  if (!reorder) return Status::ok();
+  return relayout_into(WeightLayout::rows, v.layout, v.desc.dtype, v.desc.shape[0], v.desc.shape[1], parts, out);
 }
 
 Expected<std::unique_ptr<KvCache>> ModelRunner::create_kv_cache() {

@@ -202,6 +202,7 @@ class ModelRunner {
   ModelRunner(std::shared_ptr<const ModelWeights> w, const RunnerOptions& o) : weights_(std::move(w)), options_(o) {}
   Status place_and_bind();
   Status make_weights();
+  Status make_weight(const graph::Value& v, std::span<std::byte> out) const;
   Status compile_buckets();
   std::vector<std::pair<int32_t, int32_t>> bucket_keys() const;
   std::pair<int32_t, int32_t> bucket_for(int32_t n_tokens, int32_t context) const;
