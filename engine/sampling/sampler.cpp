@@ -85,37 +85,105 @@ uint32_t Sampler::random_u32() {
 
 float Sampler::random_f32() { return (float)(random_u32() >> 8) / 16777216.0f; }
 
-int32_t Sampler::sample(std::span<float> logits) {
-  assert(!logits.empty());
-  const size_t n = logits.size();
+std::span<const float> Sampler::scores_of(std::span<const float> logits) {
   // Without adjustments the caller's logits are read in place: no copy, and
   // the arithmetic stays run.c's.
-  std::span<const float> scores = logits;
-  if (adjusts_logits(params_)) {
-    if (scratch_.adjusted.size() < n) scratch_.adjusted.resize(n);
-    const std::span<float> adjusted(scratch_.adjusted.data(), n);
-    std::copy(logits.begin(), logits.end(), adjusted.begin());
-    adjust(adjusted);
-    scores = adjusted;
-  }
-  if (params_.temperature == 0.0f) return argmax(scores);
+  if (!adjusts_logits(params_)) return logits;
+  const size_t n = logits.size();
+  if (scratch_.adjusted.size() < n) scratch_.adjusted.resize(n);
+  const std::span<float> adjusted(scratch_.adjusted.data(), n);
+  std::copy(logits.begin(), logits.end(), adjusted.begin());
+  adjust(adjusted);
+  return adjusted;
+}
+
+std::span<float> Sampler::scaled(std::span<const float> scores) {
+  const size_t n = scores.size();
   if (scratch_.probs.size() < n) {
     scratch_.probs.resize(n);
     scratch_.candidates.resize(n);
   }
   const std::span<float> probs(scratch_.probs.data(), n);
   for (size_t i = 0; i < n; ++i) probs[i] = scores[i] / params_.temperature;
+  return probs;
+}
+
+int32_t Sampler::sample(std::span<float> logits) {
+  assert(!logits.empty());
+  const std::span<const float> scores = scores_of(logits);
+  if (params_.temperature == 0.0f) return argmax(scores);
+  const std::span<float> probs = scaled(scores);
   const float coin = random_f32();
-  if (params_.top_k > 0 && (size_t)params_.top_k < n) return sample_top_k(scores, coin);
+  Kept kept;
+  if (params_.top_k > 0 && (size_t)params_.top_k < scores.size()) {
+    kept = keep_top_k(scores);
+  } else {
+    softmax(probs);
+    if (params_.top_p < 1.0f) {
+      kept = keep_top_p(scores);
+    } else {
+      return params_.min_p > 0.0f ? sample_mult_min_p(probs, params_.min_p, coin) : sample_mult(probs, coin);
+    }
+  }
+  return kept.only >= 0 ? kept.only : draw(kept.last, kept.cumulative, coin);
+}
+
+void Sampler::distribution(std::span<const float> logits, std::span<float> out) {
+  assert(!logits.empty() && out.size() == logits.size());
+  const std::span<const float> scores = scores_of(logits);
+  std::fill(out.begin(), out.end(), 0.0f);
+  if (params_.temperature == 0.0f) {
+    out[(size_t)argmax(scores)] = 1.0f;
+    return;
+  }
+  const std::span<float> probs = scaled(scores);
+  if (params_.top_k > 0 && (size_t)params_.top_k < scores.size()) return spread(keep_top_k(scores), out);
   softmax(probs);
-  if (params_.top_p < 1.0f) return sample_top_p(scores, coin);
-  if (params_.min_p > 0.0f) return sample_mult_min_p(probs, params_.min_p, coin);
-  return sample_mult(probs, coin);
+  if (params_.top_p < 1.0f) return spread(keep_top_p(scores), out);
+  // Min-p keeps the tokens at or above min_p times the largest probability.
+  float threshold = 0.0f;
+  if (params_.min_p > 0.0f) {
+    for (float p : probs) threshold = p > threshold ? p : threshold;
+    threshold *= params_.min_p;
+  }
+  float kept = 0.0f;
+  for (float p : probs) kept += p >= threshold ? p : 0.0f;
+  for (size_t i = 0; i < probs.size(); ++i) out[i] = probs[i] >= threshold ? probs[i] / kept : 0.0f;
+}
+
+void Sampler::spread(const Kept& kept, std::span<float> out) const {
+  if (kept.only >= 0) {
+    out[(size_t)kept.only] = 1.0f;
+    return;
+  }
+  const std::vector<Candidate>& candidates = scratch_.candidates;
+  const size_t last = min_p_end(kept.last);
+  float mass = kept.cumulative;
+  if (last != kept.last) {
+    mass = 0.0f;
+    for (size_t j = 0; j <= last; ++j) mass += candidates[j].value;
+  }
+  for (size_t j = 0; j <= last; ++j) out[(size_t)candidates[j].index] = candidates[j].value / mass;
+}
+
+int32_t Sampler::draw_weighted(std::span<const float> weights) {
+  float total = 0.0f;
+  for (float w : weights) total += w;
+  const float r = random_f32() * total;
+  float cdf = 0.0f;
+  int32_t last = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (!(weights[i] > 0.0f)) continue;
+    cdf += weights[i];
+    last = (int32_t)i;
+    if (r < cdf) return last;
+  }
+  return last;
 }
 
 // Keeps the k largest logits, renormalizes them with a softmax of their own,
-// then applies the nucleus and min-p within them.
-int32_t Sampler::sample_top_k(std::span<const float> logits, float coin) {
+// then applies the nucleus within them (min-p: draw / spread).
+Sampler::Kept Sampler::keep_top_k(std::span<const float> logits) {
   const size_t n = logits.size();
   const size_t k = (size_t)params_.top_k;
   std::vector<Candidate>& candidates = scratch_.candidates;
@@ -129,7 +197,7 @@ int32_t Sampler::sample_top_k(std::span<const float> logits, float coin) {
   std::sort(first, first + (ptrdiff_t)k, before);
 
   const float max = candidates[0].value;
-  if (!std::isfinite(max)) return candidates[0].index;
+  if (!std::isfinite(max)) return {.only = candidates[0].index};
   float mass = 0.0f;
   for (size_t j = 0; j < k; ++j) {
     candidates[j].value = std::exp(candidates[j].value - max);
@@ -148,14 +216,14 @@ int32_t Sampler::sample_top_k(std::span<const float> logits, float coin) {
       }
     }
   }
-  return draw(last, cumulative, coin);
+  return {last, cumulative};
 }
 
 // run.c's sample_topp over the probabilities. Tokens below (1 - top_p) /
 // (n - 1) cannot be in the nucleus (all of them together hold less than
 // 1 - top_p), so only the rest is sorted. The nucleus ends at the first token
 // whose cumulative probability exceeds top_p; min-p may end it sooner.
-int32_t Sampler::sample_top_p(std::span<const float> logits, float coin) {
+Sampler::Kept Sampler::keep_top_p(std::span<const float> logits) {
   const size_t n = logits.size();
   const std::span<const float> probs(scratch_.probs.data(), n);
   std::vector<Candidate>& candidates = scratch_.candidates;
@@ -166,7 +234,7 @@ int32_t Sampler::sample_top_p(std::span<const float> logits, float coin) {
   }
   // Nearly uniform rows with a tiny top_p leave nothing above the cutoff
   // (run.c then reads before its array); the nucleus is the top token.
-  if (n0 == 0) return argmax(logits);
+  if (n0 == 0) return {.only = argmax(logits)};
   std::sort(candidates.begin(), candidates.begin() + (ptrdiff_t)n0, [](const Candidate& a, const Candidate& b) {
     return ranks_before(a.rank, a.index, b.rank, b.index);
   });
@@ -179,7 +247,7 @@ int32_t Sampler::sample_top_p(std::span<const float> logits, float coin) {
       break;
     }
   }
-  return draw(last, cumulative, coin);
+  return {last, cumulative};
 }
 
 // The last kept candidate once min-p drops those below min_p times the top

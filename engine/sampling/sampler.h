@@ -41,6 +41,19 @@ class Sampler {
   // adjustments' O(distinct tokens seen), plus sorting what top-k or top-p keep.
   int32_t sample(std::span<float> logits);
 
+  // The probability sample() would draw each token with from these logits:
+  // after the adjustments, temperature, top-k, top-p and min-p, zero for the
+  // tokens those leave out (one-hot at the argmax at temperature 0).
+  // Speculative sampling's acceptance rule needs the target's distribution
+  // and the draft's. probs.size() must equal logits.size(). Draws nothing.
+  void distribution(std::span<const float> logits, std::span<float> probs);
+  // A uniform draw in [0, 1) from this sequence's stream.
+  float uniform() { return random_f32(); }
+  // A token drawn with one coin from non-negative weights (they need not sum
+  // to 1); the last token with weight when rounding runs past the end. The
+  // weights must not all be zero.
+  int32_t draw_weighted(std::span<const float> weights);
+
   // The adjustments sample() makes first, in place on `logits`.
   void adjust(std::span<float> logits) const { adjust_logits(params_, history_, logits); }
 
@@ -66,12 +79,26 @@ class Sampler {
     Scratch& operator=(Scratch&&) = default;
   };
 
+  // What top-k or top-p keep: candidates [0, last] of scratch_.candidates,
+  // their weights summing to `cumulative`; or a single token (`only`).
+  struct Kept {
+    size_t last = 0;
+    float cumulative = 0;
+    int32_t only = -1;
+  };
+
   uint32_t random_u32();
   float random_f32();  // [0, 1)
-  int32_t sample_top_k(std::span<const float> logits, float coin);
-  int32_t sample_top_p(std::span<const float> logits, float coin);
+  // The adjusted logits: `logits` itself when nothing adjusts them.
+  std::span<const float> scores_of(std::span<const float> logits);
+  // probs = scores / temperature, in scratch_.probs.
+  std::span<float> scaled(std::span<const float> scores);
+  Kept keep_top_k(std::span<const float> logits);
+  Kept keep_top_p(std::span<const float> logits);
   size_t min_p_end(size_t last) const;
   int32_t draw(size_t last, float cumulative, float coin) const;
+  // The kept candidates' probabilities into probs (zeroed first).
+  void spread(const Kept& kept, std::span<float> probs) const;
 
   SamplerParams params_;
   uint64_t rng_state_;

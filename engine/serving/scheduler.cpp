@@ -51,8 +51,15 @@ bool Scheduler::try_reserve(Sequence& s, int32_t tokens, std::vector<BlockCopy>*
   return blocks_.reserve(s.id, tokens, copies).is_ok();
 }
 
+int32_t ScheduledSeq::token_at(int32_t p) const {
+  const int32_t own = (int32_t)seq->tokens.size();
+  return p < own ? seq->tokens[(size_t)p] : seq->spec.proposal[(size_t)(p - own)];
+}
+
 void Scheduler::preempt(Sequence* s, SchedulerOutput* out) {
   std::erase(running_, s);
+  s->spec.proposal.clear();
+  s->spec.draft_probs.clear();
   release_blocks(*s);
   s->num_computed = 0;
   s->status = SeqStatus::waiting;
@@ -114,10 +121,19 @@ Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time
   // blocks preempts the newest until it can (or is itself the newest).
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* s = running_[i];
-    const int32_t take = chunk_for(*s, budget);
+    int32_t take = chunk_for(*s, budget);
     if (take <= 0) {
       ++i;
       continue;
+    }
+    // A decode with a proposal scores it in the same step, as far as the
+    // budget goes.
+    std::vector<int32_t>& proposal = s->spec.proposal;
+    int32_t proposed = 0;
+    if (s->pending() == 1 && !proposal.empty()) {
+      proposed = std::min((int32_t)proposal.size(), budget - take);
+      proposal.resize((size_t)proposed);  // draft_probs' rows past it are never read
+      take += proposed;
     }
     bool preempted_self = false;
     while (!try_reserve(*s, s->num_computed + take, &out->copies)) {
@@ -129,7 +145,7 @@ Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time
       }
     }
     if (preempted_self) break;  // s was the last running sequence
-    out->seqs.push_back({s, s->num_computed, take, s->num_computed + take == (int32_t)s->tokens.size()});
+    out->seqs.push_back({s, s->num_computed, take, s->num_computed + take == (int32_t)s->tokens.size() + proposed, proposed, 1 + proposed});
     out->n_tokens += take;
     budget -= take;
     ++i;
@@ -163,9 +179,21 @@ Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time
 void Scheduler::complete(const SchedulerOutput& out) {
   for (const ScheduledSeq& e : out.seqs) {
     Sequence& s = *e.seq;
-    s.num_computed = e.start + e.n_tokens;
+    s.num_computed = e.start + e.n_tokens - e.proposed;
     if (prefix_ && s.holds_blocks) (void)prefix_->insert(s.id, s.tokens, s.num_computed);
   }
+}
+
+void Scheduler::accept_proposed(Sequence& s, int32_t accepted) {
+  s.spec.proposal.clear();
+  s.spec.draft_probs.clear();
+  if (s.status == SeqStatus::finished || !s.holds_blocks) return;
+  s.num_computed += accepted;
+  // Roll back the rejected positions only where that empties a block: a
+  // truncate makes the prefix cache walk the sequence again, and positions
+  // past num_computed are rewritten before anything reads them.
+  if (blocks_.blocks_for(s.num_computed) < blocks_.blocks_for(blocks_.length(s.id))) (void)blocks_.truncate(s.id, s.num_computed);
+  if (prefix_ && accepted > 0) (void)prefix_->insert(s.id, s.tokens, s.num_computed);
 }
 
 }  // namespace tessera

@@ -52,7 +52,13 @@ struct ScheduledSeq {
   Sequence* seq = nullptr;
   int32_t start = 0;     // first position fed
   int32_t n_tokens = 0;  // fed this step
-  bool samples = false;  // the chunk reaches the sequence's end: its last row's logits are sampled
+  bool samples = false;  // the chunk reaches the sequence's end: its last `rows` rows' logits are sampled
+  // The last `proposed` tokens fed are the sequence's proposal
+  // (seq->spec.proposal), past its own tokens: speculation.
+  int32_t proposed = 0;
+  int32_t rows = 1;  // logit rows when it samples: 1, or 1 + proposed when the target scores a proposal
+  // The token fed at position p.
+  int32_t token_at(int32_t p) const;
 };
 
 struct SchedulerOutput {
@@ -83,8 +89,14 @@ class Scheduler {
   // A step of `tokens` took `ms` of device time (the slo policy's cost line).
   void observe_step(int32_t tokens, double ms) { cost_.observe(tokens, ms); }
   const StepCostModel& step_cost() const { return cost_; }
-  // After the step ran: the fed tokens are computed; full blocks go to the prefix cache.
+  // After the step ran: the fed tokens are computed (a proposal's are not
+  // yet: accept_proposed); full blocks go to the prefix cache.
   void complete(const SchedulerOutput& out);
+  // The first `accepted` proposed tokens of a step were kept (and appended
+  // to s.tokens): their K/V count as computed; the rejected tail's positions
+  // are rolled back, freeing blocks it alone occupied. A finished sequence is
+  // left alone.
+  void accept_proposed(Sequence& s, int32_t accepted);
 
   size_t num_running() const { return running_.size(); }
   size_t num_waiting() const { return waiting_.size(); }

@@ -12,6 +12,7 @@
 #include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampler.h"
 #include "engine/serving/sequence_text.h"
+#include "engine/spec/spec_state.h"
 
 namespace tessera {
 
@@ -36,6 +37,7 @@ struct Sequence {
   std::chrono::steady_clock::time_point arrival{};  // its request's submission (the slo policy's TTFT clock)
   Sampler sampler;
   std::unique_ptr<SequenceText> text;  // when the request detokenizes
+  SpecState spec;                      // speculation (the engine's proposer, when it has one)
 
   Sequence(SeqId seq_id, const SamplerParams& params) : id(seq_id), sampler(params) {}
   int32_t generated() const { return (int32_t)tokens.size() - prompt_len; }

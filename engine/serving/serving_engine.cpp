@@ -45,11 +45,13 @@ Expected<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<c
   if (r.runner->max_tokens_per_step() < sc.max_num_seqs)
     return invalid_argument("--max-num-seqs: " + std::to_string(sc.max_num_seqs) + " sequences do not fit a step of " +
                             std::to_string(r.runner->max_tokens_per_step()) + " tokens (the context)");
-  return std::unique_ptr<ServingEngine>(new ServingEngine(std::move(r), tokenizer, config));
+  TS_TRY(tessera::validate(config.spec, r.runner->max_context()));
+  TS_ASSIGN_OR_RETURN(std::unique_ptr<Proposer> proposer, make_proposer(config.spec, *r.runner, ro));
+  return std::unique_ptr<ServingEngine>(new ServingEngine(std::move(r), std::move(proposer), tokenizer, config));
 }
 
-ServingEngine::ServingEngine(RunnerWithCache runner, const Tokenizer* tokenizer, const EngineConfig& config)
-    : runner_(std::move(runner)), tokenizer_(tokenizer), config_(config) {
+ServingEngine::ServingEngine(RunnerWithCache runner, std::unique_ptr<Proposer> proposer, const Tokenizer* tokenizer, const EngineConfig& config)
+    : runner_(std::move(runner)), tokenizer_(tokenizer), config_(config), proposer_(std::move(proposer)) {
   config_.scheduler.max_num_batched_tokens = runner_.runner->max_tokens_per_step();
   BlockManager& blocks = runner_.kv->blocks();
   if (config_.prefix_caching) prefix_ = std::make_unique<PrefixCache>(blocks, model_salt(runner_.runner->weights()));
@@ -57,6 +59,7 @@ ServingEngine::ServingEngine(RunnerWithCache runner, const Tokenizer* tokenizer,
   const ModelWeights& w = runner_.runner->weights();
   eos_ = tokenizer_ ? tokenizer_->eos_id() : (w.tokenizer ? w.tokenizer->eos_id : -1);
   metrics_.kv_blocks_total = blocks.num_blocks();
+  metrics_.spec_method = name(proposer_ ? proposer_->method() : SpecMethod::none);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -194,6 +197,7 @@ void ServingEngine::start_request(const std::shared_ptr<RequestState>& r) {
   s->forks_pending = q.n - 1;
   s->arrival = r->submitted();
   s->sampler.set_prompt(q.prompt);
+  s->spec.k = AdaptiveK(config_.spec.max_k, config_.spec.adaptive);
   if (q.detokenize && tokenizer_) s->text = std::make_unique<SequenceText>(*tokenizer_, q.prompt, q.stop);
   scheduler_->add(s.get());
   r->seqs.push_back(std::move(s));
@@ -244,6 +248,7 @@ void ServingEngine::fork_children(Sequence& parent) {
     c->num_computed = parent.num_computed;
     c->arrival = parent.arrival;
     c->sampler.set_prompt(q.prompt);
+    c->spec.k = AdaptiveK(config_.spec.max_k, config_.spec.adaptive);
     if (parent.text) c->text = std::make_unique<SequenceText>(*tokenizer_, q.prompt, q.stop);
     // The prompt's blocks are shared; the first write into the shared last
     // block copies it (the BlockManager's copy-on-write, run by the runner).
@@ -299,8 +304,97 @@ void ServingEngine::sample_row(Sequence& s, std::span<const float> logits, int32
   append_token(s, token, logits);
 }
 
-Status ServingEngine::run_step() {
+Status ServingEngine::propose() {
+  if (!proposer_) return Status::ok();
+  const double cost = relative_spec_cost();
+  const int32_t ctx = runner_.runner->max_context();
+  propose_items_.clear();
+  for (const auto& r : live_) {
+    const Request& q = r->request();
+    for (const auto& sp : r->seqs) {
+      Sequence& s = *sp;
+      s.spec.proposal.clear();
+      s.spec.draft_probs.clear();
+      if (s.status != SeqStatus::running || s.pending() != 1 || s.forks_pending > 0) continue;
+      if (proposer_->greedy_only() && s.sampler.params().temperature != 0.0f) continue;
+      // Never past what the sequence may still emit (a pass emits at most
+      // k + 1 tokens) or past the context (positions up to L - 1 + k are fed).
+      const int32_t k = std::min({s.spec.k.next(cost), q.max_tokens - s.generated() - 1, ctx - (int32_t)s.tokens.size()});
+      if (k > 0) propose_items_.push_back({&s, k});
+    }
+  }
+  if (propose_items_.empty()) return Status::ok();
   const auto t0 = Clock::now();
+  const Status st = proposer_->propose(propose_items_);
+  propose_ms_ += ms_between(t0, Clock::now());
+  return st;
+}
+
+double ServingEngine::relative_spec_cost() const {
+  // Until the step cost line is fitted, assume a decode step is bound by
+  // reading the weights, so a few more tokens add little.
+  constexpr double kUnfitted = 0.05;
+  const StepCostModel& c = scheduler_->step_cost();
+  const double round = proposer_ ? proposer_->round_ms() : 0;
+  const int32_t n = std::max<int32_t>(1, (int32_t)scheduler_->num_running());
+  if (!c.ready()) return kUnfitted + (round > 0 ? 0.2 : 0.0);
+  return (c.per_token_ms() * n + round) / c.predict_ms(n);
+}
+
+void ServingEngine::sample_rows(const ScheduledSeq& e, const StepResult& result, size_t row) {
+  Sequence& s = *e.seq;
+  const size_t vocab = (size_t)runner_.runner->config().vocab_size;
+  std::span<const float> logits;
+  if (!result.logits.empty()) logits = result.logits.subspan(row * vocab, vocab);
+  const int32_t device_token = result.tokens.empty() ? -1 : result.tokens[row];
+  RequestState& r = *s.request;
+  const size_t first_child = r.seqs.size();
+  const bool forks = s.forks_pending > 0;
+  if (forks) fork_children(s);
+  sample_row(s, logits, device_token);
+  if (forks)
+    for (size_t c = first_child; c < r.seqs.size(); ++c) sample_row(*r.seqs[c], logits, device_token);
+}
+
+void ServingEngine::verify_proposal(const ScheduledSeq& e, const StepResult& result, size_t first_row) {
+  Sequence& s = *e.seq;
+  const size_t vocab = (size_t)runner_.runner->config().vocab_size;
+  choices_.clear();
+  int32_t accepted = 0;
+  bool decided = false;
+  for (int32_t i = 0; i <= e.proposed; ++i) {
+    const size_t row = first_row + (size_t)i;
+    VerifyRow v;
+    if (!result.logits.empty()) v.logits = result.logits.subspan(row * vocab, vocab);
+    v.device_token = result.tokens.empty() ? -1 : result.tokens[row];
+    if (decided) {
+      // Past the first rejection: the target's greedy outputs are the next
+      // Jacobi guesses, nothing more.
+      choices_.push_back(v.device_token >= 0 ? v.device_token
+                                             : (int32_t)(std::max_element(v.logits.begin(), v.logits.end()) - v.logits.begin()));
+      continue;
+    }
+    if (i < e.proposed) {
+      v.proposal = s.spec.proposal[(size_t)i];
+      if (s.spec.draft_probs.size() >= ((size_t)i + 1) * vocab) v.q = std::span<const float>(s.spec.draft_probs).subspan((size_t)i * vocab, vocab);
+    }
+    const RowVerdict verdict = verify_row(s.sampler, v, verify_scratch_);
+    choices_.push_back(verdict.token);
+    append_token(s, verdict.token, v.logits);
+    if (verdict.accepted) ++accepted;
+    decided = !verdict.accepted || s.status == SeqStatus::finished;
+  }
+  ++spec_passes_;
+  spec_proposed_ += e.proposed;
+  spec_accepted_ += accepted;
+  s.spec.k.observe(e.proposed, accepted);
+  scheduler_->accept_proposed(s, accepted);
+  if (s.status != SeqStatus::finished) proposer_->verified(s, choices_, accepted);
+}
+
+Status ServingEngine::run_step() {
+  TS_TRY(propose());
+  const auto t_proposed = Clock::now();
   TS_TRY(scheduler_->schedule(&scheduled_));
   for (Sequence* p : scheduled_.preempted) p->request->note_preempted();
   if (scheduled_.empty()) {
@@ -332,29 +426,28 @@ Status ServingEngine::run_step() {
   scheduler_->complete(scheduled_);
   scheduler_->observe_step(scheduled_.n_tokens, ms_between(t_step, t_done));
 
-  const size_t vocab = (size_t)runner_.runner->config().vocab_size;
-  const auto& row_seq = batch_.row_seq();
-  for (size_t k = 0; k < row_seq.size(); ++k) {
-    Sequence& s = *scheduled_.seqs[(size_t)row_seq[k]].seq;
-    std::span<const float> logits;
-    if (!result.logits.empty()) logits = result.logits.subspan(k * vocab, vocab);
-    const int32_t device_token = result.tokens.empty() ? -1 : result.tokens[k];
-    RequestState& r = *s.request;
-    const size_t first_child = r.seqs.size();
-    const bool forks = s.forks_pending > 0;
-    if (forks) fork_children(s);
-    sample_row(s, logits, device_token);
-    if (forks)
-      for (size_t c = first_child; c < r.seqs.size(); ++c) sample_row(*r.seqs[c], logits, device_token);
+  // Each sampling sequence's rows are consecutive, in the step's order.
+  size_t row = 0;
+  for (const ScheduledSeq& e : scheduled_.seqs) {
+    if (!e.samples) continue;
+    ++decode_passes_;
+    if (e.proposed > 0) {
+      verify_proposal(e, result, row);
+    } else {
+      sample_rows(e, result, row);
+    }
+    row += (size_t)e.rows;
   }
   const auto t_end = Clock::now();
-  update_metrics(ms_between(t_step, t_done), ms_between(t0, t_step) + ms_between(t_done, t_end), scheduled_.n_tokens, blocks_held);
+  update_metrics(ms_between(t_step, t_done), ms_between(t_proposed, t_step) + ms_between(t_done, t_end), scheduled_.n_tokens, blocks_held);
   return Status::ok();
 }
 
 void ServingEngine::reap_finished() {
   std::erase_if(live_, [&](const std::shared_ptr<RequestState>& r) {
     if (!r->done()) return false;
+    if (proposer_)
+      for (auto& sp : r->seqs) proposer_->forget(*sp);
     r->seqs.clear();  // their samplers' buffers go now, not when the caller drops the handle
     ++requests_finished_;
     return true;
@@ -388,6 +481,11 @@ void ServingEngine::update_metrics(double step_ms, double host_ms, int32_t step_
   m.step_tokens += step_tokens;
   m.step_ms += step_ms;
   m.host_ms += host_ms;
+  m.decode_passes = decode_passes_;
+  m.spec_proposed = spec_proposed_;
+  m.spec_accepted = spec_accepted_;
+  m.spec_passes = spec_passes_;
+  m.propose_ms = propose_ms_;
 }
 
 }  // namespace tessera

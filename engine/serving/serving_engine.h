@@ -20,6 +20,8 @@
 #include "engine/serving/request_state.h"
 #include "engine/serving/scheduler.h"
 #include "engine/serving/step_batch.h"
+#include "engine/spec/proposer.h"
+#include "engine/spec/verify.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tessera/serving.h"
 
@@ -37,6 +39,7 @@ struct StepObservation {
 struct EngineConfig {
   SchedulerConfig scheduler;
   bool prefix_caching = true;
+  SpecConfig spec;  // speculative decoding: off by default
   // Called on the engine thread after every step (tests); keep it short.
   std::function<void(const StepObservation&)> after_step;
 };
@@ -69,7 +72,7 @@ class ServingEngine {
   int32_t max_context() const { return runner_.runner->max_context(); }
 
  private:
-  ServingEngine(RunnerWithCache runner, const Tokenizer* tokenizer, const EngineConfig& config);
+  ServingEngine(RunnerWithCache runner, std::unique_ptr<Proposer> proposer, const Tokenizer* tokenizer, const EngineConfig& config);
   Status validate(const Request& r) const;
   void loop();
   // Takes what the inbox holds; false when the engine is stopping.
@@ -77,6 +80,13 @@ class ServingEngine {
   void start_request(const std::shared_ptr<RequestState>& r);
   void cancel_requested();
   Status run_step();
+  // Asks the proposer for the next tokens of every decoding sequence.
+  Status propose();
+  // What one more proposed token costs a pass, over a plain decode step's time (AdaptiveK).
+  double relative_spec_cost() const;
+  // Scores a sequence's proposal from its 1 + proposed rows starting at `first_row`.
+  void verify_proposal(const ScheduledSeq& e, const StepResult& result, size_t first_row);
+  void sample_rows(const ScheduledSeq& e, const StepResult& result, size_t row);
   void sample_row(Sequence& s, std::span<const float> logits, int32_t device_token);
   void append_token(Sequence& s, int32_t token, std::span<const float> logits);
   void fork_children(Sequence& parent);
@@ -96,6 +106,12 @@ class ServingEngine {
   SchedulerOutput scheduled_;
   std::vector<std::shared_ptr<RequestState>> live_;  // engine thread: requests not yet finished
   std::vector<float> sample_scratch_;  // a logit row the sampler may change
+  std::unique_ptr<Proposer> proposer_;  // null without speculation
+  std::vector<ProposeItem> propose_items_;
+  std::vector<int32_t> choices_;
+  VerifyScratch verify_scratch_;
+  int64_t spec_proposed_ = 0, spec_accepted_ = 0, spec_passes_ = 0, decode_passes_ = 0;
+  double propose_ms_ = 0;
   int64_t requests_finished_ = 0, tokens_generated_ = 0;
   SeqId next_seq_ = 1;
   int32_t eos_ = -1;

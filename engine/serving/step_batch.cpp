@@ -10,7 +10,6 @@ void StepBatch::build(const SchedulerOutput& out, const BlockManager& blocks, in
   positions_.clear();
   slots_.clear();
   logit_rows_.clear();
-  row_seq_.clear();
   query_start_.assign(1, 0);
   seq_lens_.clear();
   block_tables_.assign(n_seqs * (size_t)max_blocks_per_seq, 0);
@@ -18,7 +17,7 @@ void StepBatch::build(const SchedulerOutput& out, const BlockManager& blocks, in
     const ScheduledSeq& e = out.seqs[i];
     const Sequence& s = *e.seq;
     for (int32_t p = e.start; p < e.start + e.n_tokens; ++p) {
-      tokens_.push_back(s.tokens[(size_t)p]);
+      tokens_.push_back(e.token_at(p));
       positions_.push_back(p);
       slots_.push_back(blocks.slot(s.id, p));
     }
@@ -27,8 +26,7 @@ void StepBatch::build(const SchedulerOutput& out, const BlockManager& blocks, in
     const auto table = blocks.block_table(s.id);
     std::copy(table.begin(), table.end(), block_tables_.begin() + (ptrdiff_t)(i * (size_t)max_blocks_per_seq));
     if (e.samples) {
-      logit_rows_.push_back((int32_t)tokens_.size() - 1);
-      row_seq_.push_back((int32_t)i);
+      for (int32_t r = e.rows; r >= 1; --r) logit_rows_.push_back((int32_t)tokens_.size() - r);
     }
   }
   args_ = StepArgs{};

@@ -2,7 +2,8 @@
 // The arrays of one step (StepArgs) for the sequences the scheduler chose:
 // each sequence's tokens laid out one after another, their positions and KV
 // slots, query_start / seq_lens / block tables per sequence, and one logit
-// row per sequence that samples (the last row of its chunk). Kept alive,
+// row per sequence that samples (the last row of its chunk), or the last
+// 1 + k rows of one that scores k proposed tokens. Kept alive,
 // and reused, by its owner while the step is in flight.
 #include <cstdint>
 #include <vector>
@@ -18,11 +19,9 @@ class StepBatch {
   // max_blocks_per_seq: the runner's block-table row stride.
   void build(const SchedulerOutput& out, const BlockManager& blocks, int32_t max_blocks_per_seq);
   const StepArgs& args() const { return args_; }
-  // For each logit row, the index in out.seqs of the sequence it belongs to.
-  const std::vector<int32_t>& row_seq() const { return row_seq_; }
 
  private:
-  std::vector<int32_t> tokens_, positions_, slots_, query_start_, seq_lens_, block_tables_, logit_rows_, row_seq_;
+  std::vector<int32_t> tokens_, positions_, slots_, query_start_, seq_lens_, block_tables_, logit_rows_;
   StepArgs args_;
 };
 

@@ -44,6 +44,19 @@ struct EngineOptions {
   // that meet both targets below (docs/serving.md, "SLO-aware scheduling").
   std::string schedule = "fcfs";
   double slo_ttft_ms = 0, slo_tpot_ms = 0;
+  // Speculative decoding (docs/serving.md, "Speculative decoding"): each
+  // step scores up to `tokens` guessed tokens per decoding sequence and keeps
+  // those the target's own sampling accepts, so the output is the target's.
+  struct Speculative {
+    // "none"; "draft" (draft_model proposes); "ngram" (prompt lookup: the
+    // tokens after the latest earlier match of the last n-gram); "jacobi"
+    // (the previous pass's own outputs; greedy requests only).
+    std::string method = "none";
+    std::string draft_model;  // a model file (or synthetic:TYPE) with the target's vocabulary
+    int32_t tokens = 4;       // proposals per sequence and step, at most (--spec-tokens, --jacobi K)
+    int32_t ngram = 3;        // the longest n-gram prompt lookup matches (--lookup-ngram)
+    bool adaptive = true;     // each sequence's count follows its acceptance rate
+  } speculative;
 };
 
 // One submitted request: its stream and its result. Valid after it finishes.

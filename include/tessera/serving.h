@@ -100,7 +100,18 @@ struct EngineMetrics {
   int64_t requests_finished = 0;
   int64_t tokens_generated = 0;
   double step_ms = 0;            // wall time in model steps (submit to collect)
-  double host_ms = 0;            // wall time in the engine loop outside model steps
+  double host_ms = 0;            // wall time in the engine loop outside model steps and proposing
+  // Every (sequence, step) that yielded tokens: tokens_generated /
+  // decode_passes is the tokens per target pass (1 without speculation).
+  int64_t decode_passes = 0;
+  // Speculative decoding (EngineOptions::speculative): the method, the
+  // proposed tokens the target scored, those it accepted, the passes that
+  // scored any, and wall time spent proposing (a draft model's steps).
+  std::string spec_method = "none";
+  int64_t spec_proposed = 0, spec_accepted = 0, spec_passes = 0;
+  double propose_ms = 0;
+  double acceptance_rate() const { return spec_proposed > 0 ? (double)spec_accepted / (double)spec_proposed : 0; }
+  double tokens_per_pass() const { return decode_passes > 0 ? (double)tokens_generated / (double)decode_passes : 0; }
 };
 
 }  // namespace tessera

@@ -415,7 +415,7 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--long-prompt-tokens", f.long_prompt_tokens,
                 "with the engine: running streams' p99 inter-token latency as a prompt of L tokens arrives, chunked and not")
       ->check(CLI::Range(1, 1 << 20));
-  f.engine.add(*s, false);
+  f.engine.add(*s, false, true);
   s->add_flag("--batch-invariant", f.batch_invariant,
               "measure with the batch-invariant kernels (docs/backends.md, \"Batch invariance\")");
   s->add_flag("--competing-load", f.competing_load,

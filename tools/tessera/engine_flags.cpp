@@ -42,7 +42,8 @@ ModelOptions ModelFlags::options(const std::string& model, const std::string& to
   return mo;
 }
 
-void EngineFlags::add(CLI::App& s, bool max_num_seqs_flag) {
+void EngineFlags::add(CLI::App& s, bool max_num_seqs_flag, bool several_spec_methods) {
+  spec.add(s, !several_spec_methods);
   if (max_num_seqs_flag)
     s.add_option("--max-num-seqs", max_num_seqs, "sequences one step may carry (default 16)")
         ->check(CLI::Range(1, 1 << 16))
@@ -64,6 +65,51 @@ void EngineFlags::add(CLI::App& s, bool max_num_seqs_flag) {
   s.add_option("--slo-tpot-ms", slo_tpot_ms, "with --schedule slo: the time-per-output-token target")->check(CLI::PositiveNumber);
 }
 
+void SpecFlags::add(CLI::App& s, bool exclusive) {
+  auto* draft = s.add_option("--draft-model", draft_model,
+                             "speculative decoding: a smaller model with the same vocabulary proposes --spec-tokens tokens a step (docs/serving.md)");
+  s.add_option("--spec-tokens", spec_tokens, "speculative decoding: proposals per sequence and step, at most (default 4)")
+      ->check(CLI::Range(1, 32));
+  auto* lookup = s.add_option("--lookup-ngram", lookup_ngram,
+                              "prompt-lookup decoding: propose the tokens after the latest earlier match of the text's last N..1 tokens")
+                     ->check(CLI::Range(1, 64));
+  auto* jac = s.add_option("--jacobi", jacobi, "Jacobi decoding: iterate a window of K guesses to the greedy fixed point (greedy requests only)")
+                  ->check(CLI::Range(1, 32));
+  if (exclusive) {
+    draft->excludes(lookup)->excludes(jac);
+    lookup->excludes(jac);
+  }
+  s.add_flag("--no-adaptive-spec", fixed_k, "speculative decoding: always propose --spec-tokens, whatever the acceptance rate");
+}
+
+std::vector<EngineOptions::Speculative> SpecFlags::methods() const {
+  std::vector<EngineOptions::Speculative> out;
+  EngineOptions::Speculative base;
+  base.tokens = spec_tokens;
+  base.adaptive = !fixed_k;
+  if (!draft_model.empty()) {
+    out.push_back(base);
+    out.back().method = "draft";
+    out.back().draft_model = draft_model;
+  }
+  if (lookup_ngram > 0) {
+    out.push_back(base);
+    out.back().method = "ngram";
+    out.back().ngram = lookup_ngram;
+  }
+  if (jacobi > 0) {
+    out.push_back(base);
+    out.back().method = "jacobi";
+    out.back().tokens = jacobi;
+  }
+  return out;
+}
+
+EngineOptions::Speculative SpecFlags::first() const {
+  auto all = methods();
+  return all.empty() ? EngineOptions::Speculative{} : all[0];
+}
+
 EngineOptions EngineFlags::options(ModelOptions model) const {
   EngineOptions eo;
   eo.model = std::move(model);
@@ -75,6 +121,7 @@ EngineOptions EngineFlags::options(ModelOptions model) const {
   eo.schedule = schedule;
   eo.slo_ttft_ms = slo_ttft_ms;
   eo.slo_tpot_ms = slo_tpot_ms;
+  eo.speculative = spec.first();
   return eo;
 }
 

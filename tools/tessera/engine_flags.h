@@ -3,6 +3,7 @@
 // and the engine's limits and memory (EngineFlags).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <tessera/bench.h>
 #include <tessera/engine.h>
@@ -26,6 +27,22 @@ struct ModelFlags {
   ModelOptions options(const std::string& model, const std::string& tokenizer) const;
 };
 
+// Speculative decoding: --draft-model, --lookup-ngram or --jacobi (one of
+// them for an engine; bench measures each one given), --spec-tokens.
+struct SpecFlags {
+  std::string draft_model;
+  int32_t spec_tokens = 4;
+  int32_t lookup_ngram = 0;
+  int32_t jacobi = 0;
+  bool fixed_k = false;
+  // exclusive: the three methods exclude each other (an engine speculates one way).
+  void add(CLI::App& app, bool exclusive = true);
+  // Every method given, in the order draft, ngram, jacobi.
+  std::vector<EngineOptions::Speculative> methods() const;
+  // The first of them ("none" when none is given).
+  EngineOptions::Speculative first() const;
+};
+
 struct EngineFlags {
   int32_t max_num_seqs = 16;
   int32_t max_num_batched_tokens = 256;
@@ -35,7 +52,10 @@ struct EngineFlags {
   std::string schedule = "fcfs";
   double slo_ttft_ms = 0, slo_tpot_ms = 0;
   bool max_num_seqs_given = false;  // set by add()'s callback when the flag was on the command line
-  void add(CLI::App& app, bool max_num_seqs_flag = true);
+  SpecFlags spec;
+  // Adds the limits, memory and schedule flags, and the speculative ones
+  // (exclusive of each other unless several_spec_methods).
+  void add(CLI::App& app, bool max_num_seqs_flag = true, bool several_spec_methods = false);
   EngineOptions options(ModelOptions model) const;
   // The same limits, memory and schedule for the benches' engine (`bench
   // --concurrency`, `bench serve`).

@@ -1,0 +1,27 @@
+#include "engine/spec/ngram_proposer.h"
+
+#include <algorithm>
+
+namespace tessera {
+
+void lookup_ngram(std::span<const int32_t> tokens, int32_t max_n, int32_t k, std::vector<int32_t>* out) {
+  out->clear();
+  const int64_t len = (int64_t)tokens.size();
+  for (int64_t n = std::min<int64_t>(max_n, len - 1); n >= 1; --n) {
+    const auto suffix = tokens.subspan((size_t)(len - n));
+    // The latest start j < len - n whose n tokens equal the suffix.
+    for (int64_t j = len - n - 1; j >= 0; --j) {
+      if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + j)) continue;
+      const int64_t from = j + n, to = std::min(len, from + k);
+      out->assign(tokens.begin() + from, tokens.begin() + to);
+      return;
+    }
+  }
+}
+
+Status NgramProposer::propose(std::span<const ProposeItem> items) {
+  for (const ProposeItem& it : items) lookup_ngram(it.seq->tokens, max_n_, it.k, &it.seq->spec.proposal);
+  return Status::ok();
+}
+
+}  // namespace tessera
