@@ -378,7 +378,8 @@ void ServingEngine::verify_proposal(const ScheduledSeq& e, const StepResult& res
       v.proposal = s.spec.proposal[(size_t)i];
       if (s.spec.draft_probs.size() >= ((size_t)i + 1) * vocab) v.q = std::span<const float>(s.spec.draft_probs).subspan((size_t)i * vocab, vocab);
     }
-    const RowVerdict verdict = verify_row(s.sampler, v, verify_scratch_);
+    const RowVerdict verdict =
+        verify_row(s.sampler, v, verify_scratch_, config_.spec.wrong_rule_for_tests ? AcceptRule::resample_target : AcceptRule::leviathan);
     choices_.push_back(verdict.token);
     append_token(s, verdict.token, v.logits);
     if (verdict.accepted) ++accepted;

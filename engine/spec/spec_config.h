@@ -28,6 +28,9 @@ struct SpecConfig {
   int32_t ngram = 3;     // ngram: the longest n-gram matched (n down to 1)
   bool adaptive = true;  // per-sequence k from its acceptance rate (AdaptiveK)
   std::shared_ptr<const ModelWeights> draft;  // draft: the draft model, on the target's backend
+  // Tests only: a deliberately wrong acceptance rule (verify.h, AcceptRule)
+  // shows that the distribution test can fail.
+  bool wrong_rule_for_tests = false;
 };
 
 // Checks the combination (one line naming the flag when it is refused).

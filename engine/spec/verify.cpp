@@ -20,7 +20,7 @@ int32_t plain_choice(Sampler& target, const VerifyRow& row, VerifyScratch& s) {
 
 }  // namespace
 
-RowVerdict verify_row(Sampler& target, const VerifyRow& row, VerifyScratch& s) {
+RowVerdict verify_row(Sampler& target, const VerifyRow& row, VerifyScratch& s, AcceptRule rule) {
   if (row.proposal < 0 || target.params().temperature == 0.0f) {
     const int32_t t = plain_choice(target, row, s);
     return {t, row.proposal >= 0 && t == row.proposal};
@@ -34,6 +34,7 @@ RowVerdict verify_row(Sampler& target, const VerifyRow& row, VerifyScratch& s) {
   // min(1, p/q); q(x) = 0 cannot be proposed, but a rounding draft could: accept iff p(x) > 0.
   const float ratio = qx > 0.0f ? px / qx : (px > 0.0f ? std::numeric_limits<float>::infinity() : 0.0f);
   if (target.uniform() < ratio) return {row.proposal, true};
+  if (rule == AcceptRule::resample_target) return {target.draw_weighted(s.p), false};
   // The residual max(0, p - q); q one-hot at x leaves p without x.
   float mass = 0.0f;
   if (row.q.empty()) {

@@ -31,6 +31,12 @@ struct VerifyRow {
   std::span<const float> q;       // the draft's distribution at the row; empty: a deterministic proposal
 };
 
+// The acceptance rule. resample_target is deliberately wrong (a rejected
+// proposal's row is drawn from p itself, not from max(0, p - q), which
+// over-weights the tokens the draft favours); it exists so that the tests
+// can show their distribution check fails on a wrong rule.
+enum class AcceptRule : uint8_t { leviathan, resample_target };
+
 // Buffers verify_row reuses (vocab floats each).
 struct VerifyScratch {
   std::vector<float> logits, p;
@@ -38,7 +44,7 @@ struct VerifyScratch {
 
 // Draws from the target's sampler stream (one coin per proposal, one more on
 // a rejection); accepts the token into nothing (the caller does).
-RowVerdict verify_row(Sampler& target, const VerifyRow& row, VerifyScratch& scratch);
+RowVerdict verify_row(Sampler& target, const VerifyRow& row, VerifyScratch& scratch, AcceptRule rule = AcceptRule::leviathan);
 
 // True when the sampler's choice is the argmax of the raw logits (no
 // temperature, no adjustments): the device's greedy token stands for it.
