@@ -13,23 +13,13 @@
 
 #include "engine/api/model_impl.h"
 #include "engine/reference_runs.h"
+#include "engine/speculative_setup.h"
 #include "support/random.h"
 
 using namespace tessera;
 using namespace tessera::testing;
 
 namespace {
-
-std::shared_ptr<const ModelWeights> shared_weights(const std::string& rel) {
-  static std::map<std::string, std::shared_ptr<const ModelWeights>> cache;
-  auto& w = cache[rel];
-  if (!w) {
-    auto loaded = open_weights(shared_file(rel));
-    REQUIRE_MESSAGE(loaded.has_value(), loaded.status().message());
-    w = std::make_shared<ModelWeights>(std::move(*loaded));
-  }
-  return w;
-}
 
 // stories260K with its logits scaled by `factor` (the final norm's weights
 // scaled): a draft whose distribution overlaps the target's but is not it,
@@ -54,21 +44,6 @@ std::shared_ptr<const ModelWeights> sharpened_stories(float factor) {
   w->storage = owned;
   w->mappings.clear();
   return w;
-}
-
-// A draft for each reference model: another model of the same vocabulary
-// where there is one (a poor draft: many rejections), else the model itself.
-std::string draft_for(const std::string& model) {
-  if (model == "models/stories260K.bin") return "models/aidreams260K.bin";
-  if (model == "models/aidreams260K.bin") return "models/stories260K.bin";
-  return model;
-}
-
-void speculate(EngineSetup& s, SpecMethod m, int32_t k = 4, bool adaptive = true) {
-  s.config.spec.method = m;
-  s.config.spec.max_k = k;
-  s.config.spec.adaptive = adaptive;
-  if (m == SpecMethod::draft) s.config.spec.draft = shared_weights(draft_for(s.model));
 }
 
 // Every block accounted for after every step (the scheduler's rollbacks included).
