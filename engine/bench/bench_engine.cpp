@@ -26,6 +26,7 @@ Expected<std::unique_ptr<ServingEngine>> open_bench_engine(std::shared_ptr<const
   TS_ASSIGN_OR_RETURN(ec.scheduler.policy, parse_schedule_policy(o.schedule));
   ec.scheduler.slo_ttft_ms = o.slo_ttft_ms;
   ec.scheduler.slo_tpot_ms = o.slo_tpot_ms;
+  ec.spec = s.spec;
   return ServingEngine::create(std::move(w), nullptr, ro, ec);
 }
 

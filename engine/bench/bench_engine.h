@@ -12,6 +12,7 @@ namespace tessera {
 
 struct EngineSpec {
   int32_t max_num_seqs = 1, max_num_batched_tokens = 256, max_prefill_chunk = 0, context = 0;
+  SpecConfig spec;  // speculative decoding (off)
 };
 
 Expected<std::unique_ptr<ServingEngine>> open_bench_engine(std::shared_ptr<const ModelWeights> w, const ServingBenchOptions& o,

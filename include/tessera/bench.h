@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tessera/device_info.h"
+#include "tessera/engine.h"
 #include "tessera/export.h"
 #include "tessera/status.h"
 
@@ -114,6 +115,36 @@ struct ServingBenchReport {
   double itl_max_chunked_ms = 0, itl_max_unchunked_ms = 0;
   int32_t long_prompt_chunk = 0;  // the chunk used for the chunked run
 };
+
+// `tessera bench --draft-model F / --lookup-ngram N / --jacobi K`: one
+// greedy request (the given prompt, or prompt_tokens random ids) decoded
+// plainly and with each speculative method, rounds alternating among them
+// in one run; per method its decode tok/s (median over rounds), tokens per
+// target pass, acceptance rate and speed-up over the plain decode.
+struct SpecBenchOptions {
+  BenchOptions model;
+  std::vector<int32_t> prompt;  // empty: model.prompt_tokens random ids
+  std::string prompt_text;      // or text, encoded with the model's tokenizer
+  std::vector<EngineOptions::Speculative> methods;
+  int32_t rounds = 3;
+};
+struct SpecBenchMethod {
+  std::string method;   // "none" for the plain decode
+  double decode_tok_s = 0;      // median over rounds: (generated - 1) / (finish - first token)
+  double tokens_per_pass = 0;   // generated tokens / target passes
+  double acceptance_rate = 0;   // accepted / proposed
+  double spec_speedup = 0;      // decode_tok_s / the plain decode's
+  int64_t proposed = 0, accepted = 0;
+  std::vector<int32_t> ids;     // the generated ids of the last round (every method's must be the plain one's)
+};
+struct SpecBenchReport {
+  DeviceInfo device;
+  std::string model;
+  int32_t prompt_tokens = 0, gen_tokens = 0;
+  std::vector<SpecBenchMethod> methods;  // plain first
+  bool identical = true;                 // every method's greedy ids equal the plain decode's
+};
+TESSERA_API Expected<SpecBenchReport> run_spec_bench(const SpecBenchOptions& o, void (*log)(const std::string&));
 
 TESSERA_API Expected<ServingBenchReport> run_serving_bench(const ServingBenchOptions& o, void (*log)(const std::string&));
 

@@ -188,20 +188,25 @@ namespace {
 std::vector<int32_t> brute_force_lookup(const std::vector<int32_t>& t, int32_t max_n, int32_t k) {
   const int64_t len = (int64_t)t.size();
   for (int64_t n = std::min<int64_t>(max_n, len - 1); n >= 1; --n) {
-    int64_t best = -1;
+    // Every match, scored by the tokens it can supply (at most k), then by lateness.
+    int64_t best = -1, best_avail = -1;
     for (int64_t j = 0; j + n < len; ++j) {
       bool eq = true;
       for (int64_t i = 0; i < n; ++i) eq = eq && t[(size_t)(j + i)] == t[(size_t)(len - n + i)];
-      if (eq) best = j;  // the latest wins
+      const int64_t avail = std::min<int64_t>(k, len - j - n);
+      if (eq && avail >= best_avail) {
+        best = j;
+        best_avail = avail;
+      }
     }
-    if (best >= 0) return std::vector<int32_t>(t.begin() + best + n, t.begin() + std::min(len, best + n + k));
+    if (best >= 0) return std::vector<int32_t>(t.begin() + best + n, t.begin() + best + n + best_avail);
   }
   return {};
 }
 
 }  // namespace
 
-TEST_CASE("speculative: prompt lookup proposes what followed the latest match of the longest suffix n-gram") {
+TEST_CASE("speculative: prompt lookup proposes what followed the latest match of the longest suffix n-gram with k tokens after it") {
   std::vector<int32_t> out;
   lookup_ngram(std::vector<int32_t>{5, 6, 7, 8, 9, 5, 6, 7}, 3, 4, &out);
   CHECK(out == std::vector<int32_t>{8, 9, 5, 6});
@@ -209,9 +214,12 @@ TEST_CASE("speculative: prompt lookup proposes what followed the latest match of
   CHECK(out.empty());
   lookup_ngram(std::vector<int32_t>{9}, 3, 4, &out);
   CHECK(out.empty());
-  // A run: the match overlaps the suffix and the proposal runs into it.
+  // A run: the latest match is right before the suffix with one token
+  // after it; the earliest has the most.
   lookup_ngram(std::vector<int32_t>{2, 2, 2, 2}, 2, 5, &out);
-  CHECK(out == std::vector<int32_t>{2});
+  CHECK(out == std::vector<int32_t>{2, 2});
+  lookup_ngram(std::vector<int32_t>{7, 7, 7, 7, 7, 7, 7}, 2, 3, &out);
+  CHECK(out == std::vector<int32_t>{7, 7, 7});
   Rng rng(1504);
   for (int trial = 0; trial < 2000; ++trial) {
     std::vector<int32_t> t((size_t)rng.integer(1, 40));

@@ -18,6 +18,7 @@ struct BenchFlags {
   OpBenchOptions op_sizes;  // --op on the CPU: --m, --k, --n, --heads, ... (type and op set from the flags above)
   int32_t prompt_tokens = 128, gen_tokens = 32;
   int32_t concurrency = 0, prefix_tokens = 0, long_prompt_tokens = 0;
+  std::string prompt, prompt_ids;  // -p / --prompt-ids: the speculative bench's prompt
   EngineFlags engine;
   bool json = false, matmul_layouts = false, batch_invariant = false, competing_load = false;
 } f;
@@ -334,6 +335,46 @@ int serving_main() {
   return 0;
 }
 
+// --draft-model, --lookup-ngram, --jacobi: plain decoding against each method, same run.
+int spec_main() {
+  SpecBenchOptions o;
+  o.model = model_options();
+  o.methods = f.engine.spec.methods();
+  o.prompt_text = f.prompt;
+  if (!f.prompt_ids.empty()) {
+    auto ids = parse_id_list("--prompt-ids", f.prompt_ids);
+    if (!ids) return fail(ids.status());
+    o.prompt = *ids;
+  }
+  auto report = run_spec_bench(o, log_line);
+  if (!report) return fail(report.status());
+  const SpecBenchReport& r = *report;
+  if (f.json) {
+    nlohmann::json methods = nlohmann::json::array();
+    for (const SpecBenchMethod& m : r.methods)
+      methods.push_back({{"method", m.method},
+                         {"decode_tok_s", m.decode_tok_s},
+                         {"tokens_per_pass", m.tokens_per_pass},
+                         {"acceptance_rate", m.acceptance_rate},
+                         {"spec_speedup", m.spec_speedup},
+                         {"proposed", m.proposed},
+                         {"accepted", m.accepted}});
+    const nlohmann::json j = {{"device", r.device.name}, {"backend", r.device.backend}, {"model", r.model},
+                              {"prompt_tokens", r.prompt_tokens}, {"gen_tokens", r.gen_tokens}, {"identical", r.identical},
+                              {"methods", methods}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("device          %s [%s]\n", r.device.name.c_str(), r.device.backend.c_str());
+    std::printf("model           %s, %d prompt tokens, %d generated (greedy)\n", r.model.c_str(), r.prompt_tokens, r.gen_tokens);
+    for (const SpecBenchMethod& m : r.methods)
+      std::printf("%-15s %8.1f tok/s  %.2fx   %.2f tokens/pass, acceptance %.1f %% (%lld of %lld)\n", m.method.c_str(),
+                  m.decode_tok_s, m.spec_speedup, m.tokens_per_pass, 100 * m.acceptance_rate, (long long)m.accepted,
+                  (long long)m.proposed);
+    std::printf("greedy ids      %s\n", r.identical ? "identical for every method" : "DIFFER from the plain decode");
+  }
+  return r.identical ? 0 : fail(internal_error("bench: a speculative method's greedy ids differ from the plain decode's"));
+}
+
 CLI::App* serve_app = nullptr;
 
 CLI::App* bench_app = nullptr;
@@ -355,6 +396,9 @@ int bench_main() {
   if (f.op == "matmul" && !sized) return matmul_roofs_main();
   if (!f.op.empty()) return cpu_op_main(given("--type"));
   if (f.concurrency > 0 || f.prefix_tokens > 0 || f.long_prompt_tokens > 0) return serving_main();
+  if (!f.engine.spec.methods().empty()) return spec_main();
+  if (!f.prompt.empty() || !f.prompt_ids.empty())
+    return fail(invalid_argument("-p/--prompt-ids: bench a given prompt with --draft-model, --lookup-ngram or --jacobi"));
   auto reports = run_bench(model_options(), log_line);
   if (!reports) return fail(reports.status());
   if (f.json) {
@@ -401,6 +445,9 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--backend", f.backend, "backend to measure");
   s->add_option("--type", f.type, "synthetic model weight type: q8_0 (default), q4_0, f16, f32; --op matmul, embedding: the weights' dtype, any the CPU has (default q4_K)");
   s->add_option("--prompt-tokens", f.prompt_tokens, "prompt length for prefill");
+  s->add_option("-p,--prompt", f.prompt, "with --draft-model, --lookup-ngram or --jacobi: the prompt to decode from (text)");
+  s->add_option("--prompt-ids", f.prompt_ids, "with --draft-model, --lookup-ngram or --jacobi: the prompt as comma-separated ids")
+      ->excludes("--prompt");
   s->add_option("--gen-tokens", f.gen_tokens, "tokens to decode");
   s->add_option("--passes", f.passes, "graph passes: default, none, default,-NAME, ... (tessera ir --list-passes)");
   s->add_option("--tile", f.tile, "tile sizes replacing the tiling pass's: OP.FIELD=VALUE,... (docs/ir.md)");
