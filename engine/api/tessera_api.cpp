@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "engine/api/model_impl.h"
 #include "engine/bench/synthetic_model.h"
+#include "engine/models/requantize.h"
 #include "engine/models/load_model.h"
 
 namespace tessera {
@@ -24,13 +25,19 @@ std::optional<std::string> synthetic_model_type(const std::string& path) {
   return path.substr(kPrefix.size() + 1);
 }
 
-// A model file, or the synthetic model synthetic_model_type names.
+// A model file, or the synthetic model synthetic_model_type names:
+// synthetic:TYPE, or synthetic:TYPE@BASE, the synthetic BASE model (its
+// shape and weights) re-quantized to TYPE (a draft of that model).
 Expected<ModelWeights> open_weights(const std::string& path) {
   const std::optional<std::string> type = synthetic_model_type(path);
   if (!type) return load_model(path);
-  TS_ASSIGN_OR_RETURN(const DType dtype, synthetic_weight_type(*type, "-m " + path));
+  const size_t at = type->find('@');
+  TS_ASSIGN_OR_RETURN(const DType dtype, synthetic_weight_type(type->substr(0, at), "-m " + path));
   ThreadPool pool(cpu::default_cpu_threads());
-  return make_synthetic_llama(default_bench_spec(dtype), pool);
+  if (at == std::string::npos) return make_synthetic_llama(default_bench_spec(dtype), pool);
+  TS_ASSIGN_OR_RETURN(const DType base_type, synthetic_weight_type(type->substr(at + 1), "-m " + path));
+  TS_ASSIGN_OR_RETURN(const ModelWeights base, make_synthetic_llama(default_bench_spec(base_type), pool));
+  return requantize(base, dtype, pool);
 }
 
 Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o) {
