@@ -11,7 +11,6 @@
 #include "engine/bench/op_bench.h"
 #include "engine/bench/roofline.h"
 #include "engine/bench/serving_bench.h"
-#include "engine/bench/spec_bench.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "tessera/bench.h"
 
@@ -20,8 +19,6 @@ namespace tessera {
 Expected<std::vector<BenchReport>> run_bench(const BenchOptions& o, void (*log)(const std::string&)) {
   return bench_backend(o, log);
 }
-
-Expected<SpecBenchReport> run_spec_bench(const SpecBenchOptions& o, void (*log)(const std::string&)) { return spec_bench(o, log); }
 
 Expected<ServingBenchReport> run_serving_bench(const ServingBenchOptions& o, void (*log)(const std::string&)) {
   return serving_bench(o, log);

@@ -37,31 +37,6 @@ const char* to_string(FinishReason r) {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
-namespace {
-
-Expected<SpecConfig> spec_config(const EngineOptions::Speculative& s) {
-  SpecConfig c;
-  c.max_k = s.tokens;
-  c.ngram = s.ngram;
-  c.adaptive = s.adaptive;
-  if (s.method == "none") return c;
-  if (s.method == "ngram") {
-    c.method = SpecMethod::ngram;
-  } else if (s.method == "jacobi") {
-    c.method = SpecMethod::jacobi;
-  } else if (s.method == "draft") {
-    c.method = SpecMethod::draft;
-    if (s.draft_model.empty()) return invalid_argument("--draft-model: speculative method draft needs a draft model file");
-    auto w = open_weights(s.draft_model);
-    if (!w) return invalid_argument("--draft-model: " + w.status().message());
-    c.draft = std::make_shared<ModelWeights>(std::move(*w));
-  } else {
-    return invalid_argument("speculative method: expected none, draft, ngram or jacobi, got '" + s.method + "'");
-  }
-  return c;
-}
-
-}  // namespace
 
 Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& o) {
   auto m = std::make_unique<Impl>();
@@ -79,7 +54,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& o) {
   TS_ASSIGN_OR_RETURN(ec.scheduler.policy, parse_schedule_policy(o.schedule));
   ec.scheduler.slo_ttft_ms = o.slo_ttft_ms;
   ec.scheduler.slo_tpot_ms = o.slo_tpot_ms;
-  TS_ASSIGN_OR_RETURN(ec.spec, spec_config(o.speculative));
+  TS_ASSIGN_OR_RETURN(ec.spec, spec_config_from(o.speculative));
   TS_ASSIGN_OR_RETURN(m->engine, ServingEngine::create(m->model.weights, m->model.tokenizer.get(), ro, ec));
   return std::unique_ptr<Engine>(new Engine(std::move(m)));
 }

@@ -6,6 +6,7 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "engine/bench/bench_engine.h"
+#include "engine/api/model_impl.h"
 #include "engine/bench/bench_run.h"
 #include "tessera/load_bench.h"
 
@@ -55,6 +56,10 @@ class EngineLoadTarget final : public LoadTarget {
   }
   int32_t vocab_size() const override { return vocab_; }
   std::string describe() const override { return what_; }
+  bool engine_metrics(EngineMetrics* out) const override {
+    *out = engine_->metrics();
+    return true;
+  }
 
  private:
   std::unique_ptr<ThreadPool> pool_;  // the weights were built on it
@@ -74,7 +79,8 @@ Expected<std::unique_ptr<LoadTarget>> open_engine_load_target(const ServingBench
   if (need > c.context_length)
     return invalid_argument("bench serve: the longest request (" + std::to_string(need) + " tokens) exceeds the model's context " +
                             std::to_string(c.context_length));
-  const EngineSpec spec{o.concurrency, o.max_num_batched_tokens, o.max_prefill_chunk, std::min(c.context_length, need + 16)};
+  EngineSpec spec{o.concurrency, o.max_num_batched_tokens, o.max_prefill_chunk, std::min(c.context_length, need + 16)};
+  TS_ASSIGN_OR_RETURN(spec.spec, spec_config_from(o.speculative));
   TS_ASSIGN_OR_RETURN(auto e, open_bench_engine(w, o, spec));
   log("bench serve: " + e->memory_summary());
   const std::string what = "the in-process engine (" + w->source + ", " + devices.front().name + ")";

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "engine/models/model_weights.h"
+#include "engine/spec/spec_config.h"
+#include "tessera/engine.h"
 #include "engine/runtime/model_runner.h"
 #include "engine/runtime/session.h"
 #include "engine/sampling/sampler.h"
@@ -52,6 +54,9 @@ std::string chat_template_beside(const std::string& tokenizer_path);
 // A model file or folder, or the synthetic model synthetic_model_type names.
 Expected<ModelWeights> open_weights(const std::string& path);
 Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o);
+// The engine's speculative config from the public options: the method's
+// name checked, the draft model opened (errors name --draft-model).
+Expected<SpecConfig> spec_config_from(const EngineOptions::Speculative& s);
 RunnerOptions runner_options(const ModelOptions& o);
 Expected<std::vector<int32_t>> encode_prompt(const Tokenizer* tok, const std::string& source, const std::string& text);
 Expected<std::string> decode_ids(const Tokenizer* tok, const std::string& source, const std::vector<int32_t>& ids);

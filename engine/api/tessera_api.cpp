@@ -40,6 +40,28 @@ Expected<ModelWeights> open_weights(const std::string& path) {
   return requantize(base, dtype, pool);
 }
 
+Expected<SpecConfig> spec_config_from(const EngineOptions::Speculative& s) {
+  SpecConfig c;
+  c.max_k = s.tokens;
+  c.ngram = s.ngram;
+  c.adaptive = s.adaptive;
+  if (s.method == "none") return c;
+  if (s.method == "ngram") {
+    c.method = SpecMethod::ngram;
+  } else if (s.method == "jacobi") {
+    c.method = SpecMethod::jacobi;
+  } else if (s.method == "draft") {
+    c.method = SpecMethod::draft;
+    if (s.draft_model.empty()) return invalid_argument("--draft-model: speculative method draft needs a draft model file");
+    auto w = open_weights(s.draft_model);
+    if (!w) return invalid_argument("--draft-model: " + w.status().message());
+    c.draft = std::make_shared<ModelWeights>(std::move(*w));
+  } else {
+    return invalid_argument("speculative method: expected none, draft, ngram or jacobi, got '" + s.method + "'");
+  }
+  return c;
+}
+
 Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o) {
   LoadedModel m;
   TS_ASSIGN_OR_RETURN(ModelWeights w, open_weights(o.path));

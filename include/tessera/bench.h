@@ -90,6 +90,7 @@ struct ServingBenchOptions {
   double slo_ttft_ms = 0, slo_tpot_ms = 0;
   int32_t prefix_tokens = 0;       // > 0: TTFT of requests whose first K prompt tokens are cached, and cold
   int32_t long_prompt_tokens = 0;  // > 0: p99 inter-token latency of 4 running streams as such a prompt arrives
+  EngineOptions::Speculative speculative;  // `bench serve`'s in-process engine (the other serving benches ignore it)
 };
 
 struct ServingBenchReport {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tessera/bench.h"
+#include "tessera/serving.h"
 #include "tessera/export.h"
 #include "tessera/status.h"
 
@@ -47,6 +48,9 @@ class TESSERA_API LoadTarget {
   // Random prompt ids are drawn below this.
   virtual int32_t vocab_size() const = 0;
   virtual std::string describe() const = 0;
+  // The in-process engine's counters (speculative decoding's among them);
+  // false for a target that has none (a server over HTTP).
+  virtual bool engine_metrics(EngineMetrics* /*out*/) const { return false; }
 };
 
 // The serving engine in this process, on a model file or the synthetic bench

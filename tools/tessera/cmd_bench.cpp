@@ -395,7 +395,11 @@ int bench_main() {
   for (const char* flag : {"--type", "--m", "--k", "--n", "--threads", "--hot"}) sized = sized || given(flag);
   if (f.op == "matmul" && !sized) return matmul_roofs_main();
   if (!f.op.empty()) return cpu_op_main(given("--type"));
-  if (f.concurrency > 0 || f.prefix_tokens > 0 || f.long_prompt_tokens > 0) return serving_main();
+  const bool serving = f.concurrency > 0 || f.prefix_tokens > 0 || f.long_prompt_tokens > 0;
+  if (serving && !f.engine.spec.methods().empty())
+    return fail(invalid_argument("--draft-model, --lookup-ngram, --jacobi: not with --concurrency, --prefix-tokens or --long-prompt-tokens "
+                                 "(bench serve measures speculation under load)"));
+  if (serving) return serving_main();
   if (!f.engine.spec.methods().empty()) return spec_main();
   if (!f.prompt.empty() || !f.prompt_ids.empty())
     return fail(invalid_argument("-p/--prompt-ids: bench a given prompt with --draft-model, --lookup-ngram or --jacobi"));

@@ -128,31 +128,54 @@ int serve_bench_main() {
     }
   }
 
-  std::unique_ptr<LoadTarget> target;
-  if (!f.url.empty()) {
-    HttpTargetOptions h;
-    h.url = f.url;
-    h.model = f.served_model;
-    h.api_key = f.api_key;
-    h.vocab_size = f.vocab_size;
-    auto t = open_http_load_target(h);
-    if (!t) return fail(t.status());
-    target = std::move(*t);
-  } else {
-    ServingBenchOptions so;
-    so.model.model_path = f.model;
-    so.model.backend = f.backend;
-    so.model.synthetic_type = f.type;
-    so.model.prompt_tokens = longest_in;
-    so.model.gen_tokens = longest_out;
-    so.concurrency = f.engine.max_num_seqs;
-    f.engine.apply(so);
-    auto t = open_engine_load_target(so, log_line);
-    if (!t) return fail(t.status());
-    target = std::move(*t);
+  // Plain decoding; with --draft-model, --lookup-ngram or --jacobi the
+  // same workload (same seed) with each method, then plainly again: the
+  // speed-ups are over the faster of the two plain runs.
+  std::vector<EngineOptions::Speculative> arms = {EngineOptions::Speculative{}};
+  for (const auto& m : f.engine.spec.methods()) arms.push_back(m);
+  if (arms.size() > 1) arms.push_back(EngineOptions::Speculative{});
+  if (arms.size() > 1 && !f.url.empty())
+    return fail(invalid_argument("--draft-model, --lookup-ngram, --jacobi: speculation is measured on the in-process engine, not with --url"));
+  struct ArmResult {
+    std::string method;
+    LoadReport report;
+    EngineMetrics metrics;
+  };
+  std::vector<ArmResult> results;
+  for (const auto& arm : arms) {
+    std::unique_ptr<LoadTarget> target;
+    if (!f.url.empty()) {
+      HttpTargetOptions h;
+      h.url = f.url;
+      h.model = f.served_model;
+      h.api_key = f.api_key;
+      h.vocab_size = f.vocab_size;
+      auto t = open_http_load_target(h);
+      if (!t) return fail(t.status());
+      target = std::move(*t);
+    } else {
+      ServingBenchOptions so;
+      so.model.model_path = f.model;
+      so.model.backend = f.backend;
+      so.model.synthetic_type = f.type;
+      so.model.prompt_tokens = longest_in;
+      so.model.gen_tokens = longest_out;
+      so.concurrency = f.engine.max_num_seqs;
+      f.engine.apply(so);
+      so.speculative = arm;
+      auto t = open_engine_load_target(so, log_line);
+      if (!t) return fail(t.status());
+      target = std::move(*t);
+    }
+    if (arms.size() > 1) log_line("bench serve: speculative method " + arm.method);
+    auto rep = run_load(o, *target, log_line);
+    if (!rep) return fail(rep.status());
+    ArmResult a{arm.method, std::move(*rep), {}};
+    target->engine_metrics(&a.metrics);
+    results.push_back(std::move(a));
   }
-  auto report = run_load(o, *target, log_line);
-  if (!report) return fail(report.status());
+  const LoadReport* report = &results[0].report;
+  if (results.size() > 1 && results.back().report.output_throughput > report->output_throughput) report = &results.back().report;
   const LoadReport& r = *report;
   if (!f.plot.empty()) {
     std::ofstream svg(f.plot);
@@ -179,6 +202,17 @@ int serve_bench_main() {
                         {"itl_ms", stats_json(r.itl_ms)},
                         {"e2el_ms", stats_json(r.e2el_ms)}};
     if (!r.first_error.empty()) j["first_error"] = r.first_error;
+    if (results.size() > 1) {
+      nlohmann::json spec = nlohmann::json::array();
+      for (const ArmResult& a : results)
+        spec.push_back({{"method", a.method},
+                        {"output_throughput", a.report.output_throughput},
+                        {"tpot_ms", stats_json(a.report.tpot_ms)},
+                        {"tokens_per_pass", a.metrics.tokens_per_pass()},
+                        {"acceptance_rate", a.metrics.acceptance_rate()},
+                        {"spec_speedup", r.output_throughput > 0 ? a.report.output_throughput / r.output_throughput : 0.0}});
+      j["speculative"] = spec;
+    }
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("target              %s\n", r.target.c_str());
@@ -199,6 +233,13 @@ int serve_bench_main() {
     row("TPOT", r.tpot_ms);
     row("ITL", r.itl_ms);
     row("E2EL", r.e2el_ms);
+    if (results.size() > 1) {
+      std::printf("speculative (same workload and seed, this run):\n");
+      for (const ArmResult& a : results)
+        std::printf("  %-8s %10.2f tok/s  %.2fx  TPOT median %.2f ms  %.2f tokens/pass  acceptance %.1f %%\n", a.method.c_str(),
+                    a.report.output_throughput, r.output_throughput > 0 ? a.report.output_throughput / r.output_throughput : 0.0,
+                    a.report.tpot_ms.median, a.metrics.tokens_per_pass(), 100 * a.metrics.acceptance_rate());
+    }
   }
   return r.completed > 0 ? 0 : 1;
 }
@@ -226,7 +267,7 @@ CLI::App* add_bench_serve(CLI::App& bench) {
   s->add_option("--seed", f.seed, "seed of the lengths, prompts and arrivals (printed)");
   s->add_option("--plot", f.plot, "write the distributions (CDFs) as an SVG file");
   s->add_flag("--json", f.json, "print one JSON object");
-  f.engine.add(*s);
+  f.engine.add(*s, true, true);
   return s;
 }
 

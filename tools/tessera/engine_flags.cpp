@@ -133,6 +133,7 @@ void EngineFlags::apply(ServingBenchOptions& o) const {
   o.schedule = schedule;
   o.slo_ttft_ms = slo_ttft_ms;
   o.slo_tpot_ms = slo_tpot_ms;
+  o.speculative = spec.first();
 }
 
 }  // namespace tessera::cli

@@ -1,4 +1,5 @@
-#include "engine/bench/spec_bench.h"
+// `tessera bench` with --draft-model, --lookup-ngram or --jacobi: one greedy
+// request decoded plainly and with each method, rounds alternating (run_spec_bench).
 
 #include <algorithm>
 #include <random>
@@ -15,22 +16,6 @@ namespace tessera {
 
 namespace {
 
-Expected<SpecConfig> to_spec_config(const EngineOptions::Speculative& s) {
-  SpecConfig c;
-  c.max_k = s.tokens;
-  c.ngram = s.ngram;
-  c.adaptive = s.adaptive;
-  if (s.method == "ngram") c.method = SpecMethod::ngram;
-  if (s.method == "jacobi") c.method = SpecMethod::jacobi;
-  if (s.method == "draft") {
-    c.method = SpecMethod::draft;
-    auto w = open_weights(s.draft_model);
-    if (!w) return invalid_argument("--draft-model: " + w.status().message());
-    c.draft = std::make_shared<ModelWeights>(std::move(*w));
-  }
-  return c;
-}
-
 struct Arm {
   SpecBenchMethod result;
   std::unique_ptr<ServingEngine> engine;
@@ -39,7 +24,7 @@ struct Arm {
 
 }  // namespace
 
-Expected<SpecBenchReport> spec_bench(const SpecBenchOptions& o, void (*log)(const std::string&)) {
+Expected<SpecBenchReport> run_spec_bench(const SpecBenchOptions& o, void (*log)(const std::string&)) {
   if (o.rounds < 1) return invalid_argument("bench: rounds must be >= 1");
   const BenchOptions& b = o.model;
   ThreadPool pool(cpu::default_cpu_threads());
@@ -68,7 +53,7 @@ Expected<SpecBenchReport> spec_bench(const SpecBenchOptions& o, void (*log)(cons
     so.model = b;
     so.prefix_caching = false;  // every round computes the prompt afresh
     EngineSpec es{1, 256, 0, ctx};
-    TS_ASSIGN_OR_RETURN(es.spec, i == 0 ? Expected<SpecConfig>(SpecConfig{}) : to_spec_config(o.methods[i - 1]));
+    TS_ASSIGN_OR_RETURN(es.spec, i == 0 ? Expected<SpecConfig>(SpecConfig{}) : spec_config_from(o.methods[i - 1]));
     TS_ASSIGN_OR_RETURN(arms[i].engine, open_bench_engine(w, so, es));
     arms[i].result.method = i == 0 ? "none" : o.methods[i - 1].method;
   }
