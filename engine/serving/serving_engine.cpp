@@ -354,6 +354,7 @@ void ServingEngine::sample_rows(const ScheduledSeq& e, const StepResult& result,
   sample_row(s, logits, device_token);
   if (forks)
     for (size_t c = first_child; c < r.seqs.size(); ++c) sample_row(*r.seqs[c], logits, device_token);
+  decode_passes_ += (int64_t)(r.seqs.size() - first_child);  // each fork's first token is a pass of its own
 }
 
 void ServingEngine::verify_proposal(const ScheduledSeq& e, const StepResult& result, size_t first_row) {
