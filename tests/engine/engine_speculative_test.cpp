@@ -14,6 +14,7 @@
 #include "engine/api/model_impl.h"
 #include "engine/reference_runs.h"
 #include "engine/speculative_setup.h"
+#include "support/chi_square.h"
 #include "support/random.h"
 
 using namespace tessera;
@@ -228,34 +229,21 @@ TEST_CASE("engine speculative: sampling with a draft keeps the target's distribu
     }
   }
   REQUIRE(expected.size() == 27);
+  // The counts in the expected map's order, for the pooled statistic.
   auto statistic = [&](const std::map<std::vector<int32_t>, int>& counts, int* df) {
-    double x2 = 0, pooled_e = 0, pooled_o = 0;
-    int cells = 0, seen = 0;
-    for (const auto& [key, p] : expected) {
+    std::vector<int> o;
+    std::vector<double> p;
+    int seen = 0;
+    for (const auto& [key, prob] : expected) {
       const auto it = counts.find(key);
-      const double o = it == counts.end() ? 0 : it->second, e = p * runs;
-      seen += (int)o;
-      if (e < 5) {
-        pooled_e += e;
-        pooled_o += o;
-        continue;
-      }
-      x2 += (o - e) * (o - e) / e;
-      ++cells;
+      o.push_back(it == counts.end() ? 0 : it->second);
+      p.push_back(prob);
+      seen += o.back();
     }
     REQUIRE_MESSAGE(seen == runs, "a triple outside the target's top-k came out");
-    if (pooled_e > 0) {
-      x2 += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
-      ++cells;
-    }
-    *df = cells - 1;
-    return x2;
+    return pooled_chi_square(o, p, runs, df);
   };
-  // Wilson-Hilferty's chi-squared quantile at 1 - 1e-4.
-  auto critical = [](int df) {
-    const double a = 2.0 / (9.0 * df);
-    return df * std::pow(1.0 - a + 3.719 * std::sqrt(a), 3);
-  };
+  auto critical = [](int df) { return chi_square_critical(df); };
   int df = 0;
   const double x2 = statistic(triple_counts(false, prompt, top_k, temperature, runs), &df);
   MESSAGE("rule: chi2 " << x2 << ", " << df << " degrees of freedom, critical " << critical(df));
@@ -265,7 +253,7 @@ TEST_CASE("engine speculative: sampling with a draft keeps the target's distribu
   CHECK(wrong > critical(df));
 }
 
-TEST_CASE("engine speculative: a draft with another vocabulary is refused in one line; Jacobi leaves sampled requests plain") {
+TEST_CASE("engine speculative: a draft with another vocabulary is refused in one line, and Jacobi leaves sampled requests plain") {
   EngineSetup s;
   s.model = "models/stories260K.bin";
   s.config.spec.method = SpecMethod::draft;
