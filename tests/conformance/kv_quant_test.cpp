@@ -73,7 +73,10 @@ TEST_CASE("q8_0 and fp8_e4m3 pool blocks scale by amax / 127 and amax / 448 and 
       const double step = f16_to_f32(d) * (t == DType::q8_0 ? 1.0 : 1.0 / 8.0);  // fp8: 2^-3 relative at the top
       for (int j = 0; j < 32; ++j) {
         const double y = kernels::load_kv(b.data(), t, j), xj = x[(size_t)j];
-        const double tol = t == DType::q8_0 ? step * 0.5 + amax * 1e-3 : std::fmax(std::fabs(xj) / 16.0 * 1.001, f16_to_f32(d) * 0x1p-10);
+        // q8_0 rounds x / d by the unrounded d and reads back with the f16 one:
+        // up to 127 times half an f16 ulp of d more (2^-25 absolute where d is subnormal).
+        const double tol = t == DType::q8_0 ? step * 0.5 + amax * 1e-3 + 127.0 * 0x1p-25
+                                            : std::fmax(std::fabs(xj) / 16.0 * 1.001, f16_to_f32(d) * 0x1p-10);
         CHECK_MESSAGE(std::fabs(y - xj) <= tol, "j " << j << ": " << xj << " read back as " << y);
       }
       for (int j = 32; j < 64; ++j) CHECK(kernels::load_kv(b.data(), t, j) == 0.0f);
@@ -191,8 +194,8 @@ TEST_CASE("paged attention over q8_0 and fp8_e4m3 pools matches the reference ov
 // What quantizing costs: attention over the 8-bit pools against the f64
 // reference over the unquantized values (uniform K in [-2, 2), V in [-1, 1)).
 // q8_0 keeps 7 bits of each block's amax, E4M3 3 mantissa bits; the bounds
-// are about 1.7 times the worst measured here over several seeds (q8_0
-// 4.9e-3 to 5.9e-3, fp8 3.3e-2 to 3.8e-2).
+// are about 1.7 times the worst measured here over nine seeds (q8_0
+// 4.9e-3 to 6.0e-3, fp8 3.3e-2 to 4.1e-2).
 TEST_CASE("paged attention over q8_0 and fp8_e4m3 pools stays within 1e-2 and 7e-2 of the unquantized reference") {
   Rng rng(905);
   for (DType t : kBlockTypes) {
