@@ -109,3 +109,45 @@ TEST_CASE("zoo models' logits with q8_0 and fp8_e4m3 KV stay within a stated NMS
     }
   }
 }
+
+// Copy-on-write copies a shared, partly filled block's raw bytes (a pool
+// row is TensorDesc::row_bytes(): 34-byte blocks here): after a fork, each
+// side's next token must see exactly the K/V a session of its own history
+// sees, bit for bit, the other side's append to its copy notwithstanding.
+TEST_CASE("a fork over q8_0 and fp8_e4m3 KV copies the shared partial block: each side's logits are those of its own history") {
+  auto m = load_model(std::string(TESSERA_SHARED_DIR) + "/models/zoo/llama-f32.gguf");
+  REQUIRE_MESSAGE(m.has_value(), m.status().message());
+  const auto w = std::make_shared<const ModelWeights>(std::move(*m));
+  const std::vector<int32_t> prompt = {1, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 200, 210};
+  for (DType t : {DType::q8_0, DType::fp8_e4m3}) {
+    CAPTURE(name(t));
+    RunnerOptions o;
+    o.max_context = 64;
+    o.kv_type = std::string(name(t));
+    o.max_seqs = 4;               // the two sides and a fresh session beside them
+    auto rc = open_runner(w, o);  // 16-token blocks: the prompt's second block is shared part-filled
+    REQUIRE_MESSAGE(rc.has_value(), rc.status().message());
+    const auto logits_after = [&](const std::vector<int32_t>& more, Session* from) {
+      std::unique_ptr<Session> own;
+      if (!from) {
+        auto s = Session::create(*rc->runner, *rc->kv);
+        REQUIRE(s.has_value());
+        own = std::move(*s);
+        const Status st = own->feed(prompt);
+        REQUIRE_MESSAGE(st.is_ok(), st.message());
+        from = own.get();
+      }
+      REQUIRE(from->feed(more).is_ok());
+      return std::vector<float>(from->logits().begin(), from->logits().end());
+    };
+    auto a = Session::create(*rc->runner, *rc->kv);
+    REQUIRE(a.has_value());
+    REQUIRE((*a)->feed(prompt).is_ok());
+    auto b = (*a)->fork();
+    REQUIRE(b.has_value());
+    const std::vector<float> got_b = logits_after({300}, b->get()), got_a = logits_after({400}, a->get());
+    CHECK(got_a == logits_after({400}, nullptr));
+    CHECK(got_b == logits_after({300}, nullptr));
+    CHECK(got_a != got_b);
+  }
+}
