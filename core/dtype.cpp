@@ -23,6 +23,7 @@ constexpr std::array<DTypeTraits, kDTypeCount> kTraits = {{
     {"q5_K", kQK_K, sizeof(BlockQ5_K), true},
     {"q6_K", kQK_K, sizeof(BlockQ6_K), true},
     {"iq4_xs", kQK_K, sizeof(BlockIq4_XS), true},
+    {"fp8_e4m3", 32, sizeof(BlockFp8E4M3), true},
 }};
 }  // namespace
 

@@ -14,8 +14,9 @@ enum class DType : uint8_t {
   q8_0, q4_0, q4_K,
   q4_1, q5_0, q5_1, iq4_nl,          // 32-element blocks
   q2_K, q3_K, q5_K, q6_K, iq4_xs,    // 256-element super-blocks
+  fp8_e4m3,                          // 32-element blocks, KV pools only (no weight kernels)
 };
-inline constexpr int kDTypeCount = 17;
+inline constexpr int kDTypeCount = 18;
 
 struct DTypeTraits {
   std::string_view name;  // as printed in the IR and by the CLI
@@ -46,6 +47,16 @@ struct BlockQ8_0 {
   int8_t qs[kQK8_0];
 };
 static_assert(sizeof(BlockQ8_0) == 34);
+
+// A KV pool's fp8 block (--kv-type fp8_e4m3): y = d * e4m3(q), q in OCP FP8
+// E4M3 (bias 7, max 448, no infinities, NaN 0x7F/0xFF). The scale is f16 as
+// q8_0's: its rounding (2^-11) is far below E4M3's step (2^-4), and the
+// block keeps q8_0's 34 bytes, so both 8-bit KV types share one row size.
+struct BlockFp8E4M3 {
+  uint16_t d;  // f16 scale, amax / 448
+  uint8_t qs[32];
+};
+static_assert(sizeof(BlockFp8E4M3) == 34);
 
 // ggml's block_q4_0: y = d * (q - 8); element j in the low nibble of qs[j],
 // element j+16 in the high nibble of qs[j].

@@ -47,11 +47,15 @@ Status check_rotation(OpKind op, const RopeParams& p) {
 // table (a rope_table constant, only for an unscaled rotation: the recipe
 // knows neither freq_scale nor factors) or per-pair frequency factors
 // (f32[rot_dims/2], a weight).
-// The KV pools a node writes or reads: f32, f16 or bf16, K's and V's alike.
-Status check_kv_pools(OpKind op, const Value& k_pool, const Value& v_pool) {
+// The KV pools a node writes or reads: f32, f16, bf16, q8_0 or fp8_e4m3, K's
+// and V's alike; the 8-bit types quantize 32 elements of one head a block.
+Status check_kv_pools(OpKind op, const Value& k_pool, const Value& v_pool, int32_t head_dim) {
   const DType t = k_pool.desc.dtype;
-  TS_TRY(expect(t == DType::f32 || t == DType::f16 || t == DType::bf16, op,
-                "KV pools must be f32, f16 or bf16, got " + desc_of(k_pool)));
+  TS_TRY(expect(t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::q8_0 || t == DType::fp8_e4m3, op,
+                "KV pools must be f32, f16, bf16, q8_0 or fp8_e4m3, got " + desc_of(k_pool)));
+  if (t == DType::q8_0 || t == DType::fp8_e4m3)
+    TS_TRY(expect(head_dim % 32 == 0, op,
+                  std::string(name(t)) + " KV pools need head_dim a multiple of 32, got " + std::to_string(head_dim)));
   return expect(v_pool.desc.dtype == t, op, "K and V pools differ in type: " + desc_of(k_pool) + " and " + desc_of(v_pool));
 }
 
@@ -156,7 +160,7 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       const int64_t width = (int64_t)p.n_kv_heads * p.head_dim;
       TS_TRY(expect(v(0).desc.shape.last() == width && v(1).desc.shape.last() == width, op, "k/v width is not n_kv_heads * head_dim"));
       TS_TRY(expect(v(3).desc.shape.last() == width && v(4).desc.shape.last() == width, op, "pool width is not n_kv_heads * head_dim"));
-      TS_TRY(check_kv_pools(op, v(3), v(4)));
+      TS_TRY(check_kv_pools(op, v(3), v(4), p.head_dim));
       return std::vector{InferredOutput{v(3).desc, RowCount::fixed}, InferredOutput{v(4).desc, RowCount::fixed}};
     }
     case OpKind::paged_attention: {
@@ -167,7 +171,7 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.n_heads * p.head_dim, op, "q width is not n_heads * head_dim"));
       TS_TRY(expect(p.window >= 0, op, "window must be >= 0 (0: none), got " + std::to_string(p.window)));
       TS_TRY(expect(p.softcap >= 0.0f && std::isfinite(p.softcap), op, "softcap must be a finite number >= 0 (0: none), got " + shortest(p.softcap)));
-      TS_TRY(check_kv_pools(op, v(1), v(2)));
+      TS_TRY(check_kv_pools(op, v(1), v(2), p.head_dim));
       return std::vector{InferredOutput{v(0).desc, v(0).rows}};
     }
     case OpKind::head_rms_norm: {
@@ -301,7 +305,7 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       TS_TRY(expect(v(0).desc.shape.last() == (int64_t)p.rope.n_heads * p.rope.head_dim, op, "q width is not n_heads * head_dim"));
       TS_TRY(expect(v(1).desc.shape.last() == width && v(2).desc.shape.last() == width, op, "k/v width is not n_kv_heads * head_dim"));
       TS_TRY(expect(v(5).desc.shape.last() == width && v(6).desc.shape.last() == width, op, "pool width is not n_kv_heads * head_dim"));
-      TS_TRY(check_kv_pools(op, v(5), v(6)));
+      TS_TRY(check_kv_pools(op, v(5), v(6), p.kv.head_dim));
       return std::vector{InferredOutput{v(0).desc, v(0).rows}, InferredOutput{v(5).desc, RowCount::fixed},
                          InferredOutput{v(6).desc, RowCount::fixed}};
     }

@@ -91,9 +91,11 @@ struct RopeTableArgs {
   RopeTableParams p;
 };
 
-// Pools are [num_slots, n_kv_heads * head_dim] of kv_dtype (f32, f16 or
-// bf16); slot = block * block_size + offset. K and V rows are f32 and are
-// rounded to the pool's type (to nearest even) as they are stored.
+// Pools are [num_slots, n_kv_heads * head_dim] of kv_dtype (f32, f16, bf16,
+// or q8_0 / fp8_e4m3: a row of 34-byte blocks of 32 elements, head_dim a
+// multiple of 32, kernels/kv_element.h); slot = block * block_size + offset.
+// K and V rows are f32 and are rounded to the pool's type (to nearest even;
+// the 8-bit types quantize each block by its amax) as they are stored.
 struct KvAppendArgs {
   const float* k = nullptr;  // [n_tokens, n_kv_heads * head_dim]
   const float* v = nullptr;

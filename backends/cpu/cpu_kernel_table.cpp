@@ -36,9 +36,11 @@ KernelChoice CpuKernelTable::query(const OpQuery& q) const {
     case OpKind::rope_kv_append:
     case OpKind::kv_append:
     case OpKind::paged_attention:
-      // Pools of f32, f16 or bf16: stored rounded, read widened to f32 (kernels/cpu/attention.cpp).
-      if (q.kv_dtype != DType::f32 && q.kv_dtype != DType::f16 && q.kv_dtype != DType::bf16)
-        return {false, "", "cpu KV pools are f32, f16 or bf16, not " + std::string(name(q.kv_dtype))};
+      // Pools of f32, f16 or bf16 (stored rounded) or q8_0 / fp8_e4m3 (quantized
+      // per 32 elements), read widened to f32 (kernels/cpu/attention.cpp).
+      if (q.kv_dtype != DType::f32 && q.kv_dtype != DType::f16 && q.kv_dtype != DType::bf16 && q.kv_dtype != DType::q8_0 &&
+          q.kv_dtype != DType::fp8_e4m3)
+        return {false, "", "cpu KV pools are f32, f16, bf16, q8_0 or fp8_e4m3, not " + std::string(name(q.kv_dtype))};
       return {true, kv_prefix(q.kv_dtype) + std::string(name(q.op)) + (q.rope_table ? "_from_table__" : "__") + isa, ""};
     default:
       return {true, std::string(name(q.op)) + "__" + isa, ""};

@@ -49,7 +49,15 @@ uint32_t rows_kind(RowCount r) {
   return 0;
 }
 
-uint32_t kv_type_code(DType t) { return t == DType::f16 ? 1u : t == DType::bf16 ? 2u : 0u; }
+uint32_t kv_type_code(DType t) {
+  switch (t) {
+    case DType::f16: return 1u;
+    case DType::bf16: return 2u;
+    case DType::q8_0: return 3u;
+    case DType::fp8_e4m3: return 4u;
+    default: return 0u;
+  }
+}
 
 uint32_t float_bits(float f) {
   uint32_t u;
@@ -192,11 +200,13 @@ Status encode_small_op(const Dispatch& d, EncodeContext& ctx, std::vector<Encode
       const PlanTensor& k = d.inputs[0];
       const uint64_t slots = (uint64_t)std::min(d.inputs[3].desc.shape[0], d.inputs[4].desc.shape[0]);
       const DType kv = d.inputs[3].desc.dtype;
-      if (kv != DType::f32 && row % 2 != 0)
+      const bool blocks = kv == DType::q8_0 || kv == DType::fp8_e4m3;
+      if (!blocks && kv != DType::f32 && row % 2 != 0)
         return unsupported("kv_append: " + std::string(name(kv)) + " KV rows of an odd width (" + std::to_string(row) +
                            ") (the vulkan shader stores two elements per word)");
-      // Invocations: one per pool word, two 16-bit elements each.
-      EncodedDispatch e = striding("kv_append", (uint64_t)k.desc.shape[0] * (kv == DType::f32 ? row : row / 2), 256);
+      // Invocations: one per pool word (two 16-bit elements each), or per 32-element block.
+      const uint64_t per_row = blocks ? row / 32 : kv == DType::f32 ? row : row / 2;
+      EncodedDispatch e = striding("kv_append", (uint64_t)k.desc.shape[0] * per_row, 256);
       e.bindings = {ctx.bind(k, false), ctx.bind(d.inputs[1], false), ctx.bind(d.inputs[2], false), ctx.bind(d.inputs[3], true),
                     ctx.bind(d.inputs[4], true)};
       e.push = {(uint32_t)row, (uint32_t)slots, rows_kind(k.rows), (uint32_t)k.desc.shape[0], kv_type_code(kv)};

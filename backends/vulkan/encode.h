@@ -79,7 +79,7 @@ Status encode_packed_matmul(const Dispatch& d, EncodeContext& ctx, std::vector<E
 // Helpers shared by the encoders.
 uint32_t rows_kind(RowCount r);
 uint32_t float_bits(float f);
-uint32_t kv_type_code(DType t);  // KV_* in kernels/vulkan/kv_pool.glsl: f32 0, f16 1, bf16 2
+uint32_t kv_type_code(DType t);  // KV_* in kernels/vulkan/kv_pool.glsl: f32 0, f16 1, bf16 2, q8_0 3, fp8_e4m3 4
 uint32_t weight_type_constant(DType t);  // WT_* in kernels/vulkan/common.glsl
 // Workgroup counts for `groups` workgroups in x, spilling into y past the device limit.
 void spread_groups(uint64_t groups, const VkPhysicalDeviceLimits& limits, uint32_t out[3]);

@@ -59,6 +59,10 @@ Status encode_attention(const Dispatch& d, EncodeContext& ctx, std::vector<Encod
   std::vector<TensorBinding> meta;
   for (size_t i = 3; i < 7; ++i) meta.push_back(ctx.bind(d.inputs[i], false));
   const TensorBinding qb = ctx.bind(q, false), kb = ctx.bind(d.inputs[1], false), vb = ctx.bind(d.inputs[2], false);
+  // kv_pool.glsl addresses an 8-bit pool's elements from its offset in whole 34-byte blocks.
+  const DType kv = d.inputs[1].desc.dtype;
+  if ((kv == DType::q8_0 || kv == DType::fp8_e4m3) && (kb.offset % 34 != 0 || vb.offset % 34 != 0))
+    return unsupported("paged_attention: a " + std::string(name(kv)) + " KV pool bound at a byte offset that is not a whole number of 34-byte blocks");
   const TensorBinding yb = ctx.bind(y, true);
   const auto& limits = ctx.device().limits();
 

@@ -33,13 +33,15 @@ KernelChoice VulkanKernelTable::query(const OpQuery& q) const {
   if (q.dtype != DType::f32 && q.op != OpKind::argmax && q.op != OpKind::gather_rows)
     return {false, "", "the vulkan shaders take f32 activations, got " + std::string(name(q.dtype))};
   const std::string wt(name(q.weight_dtype));
-  // KV pools of f32, f16 or bf16 (kernels/vulkan/kv_pool.glsl); 16-bit pools are written two elements a word.
+  // KV pools of f32, f16, bf16, q8_0 or fp8_e4m3 (kernels/vulkan/kv_pool.glsl);
+  // 16-bit pools are written two elements a word, the 8-bit ones a 32-element block an invocation.
   if (q.op == OpKind::kv_append || q.op == OpKind::paged_attention) {
-    if (q.kv_dtype != DType::f32 && q.kv_dtype != DType::f16 && q.kv_dtype != DType::bf16)
-      return {false, "", "the vulkan " + std::string(name(q.op)) + " shaders use f32, f16 or bf16 KV pools, not " +
+    const bool blocks = q.kv_dtype == DType::q8_0 || q.kv_dtype == DType::fp8_e4m3;
+    if (q.kv_dtype != DType::f32 && q.kv_dtype != DType::f16 && q.kv_dtype != DType::bf16 && !blocks)
+      return {false, "", "the vulkan " + std::string(name(q.op)) + " shaders use f32, f16, bf16, q8_0 or fp8_e4m3 KV pools, not " +
                              std::string(name(q.kv_dtype))};
     const auto* kv = std::get_if<KvCacheParams>(&q.params);
-    if (kv && q.kv_dtype != DType::f32 && (kv->n_kv_heads * kv->head_dim) % 2 != 0)
+    if (kv && !blocks && q.kv_dtype != DType::f32 && (kv->n_kv_heads * kv->head_dim) % 2 != 0)
       return {false, "", "the vulkan kv_append shader stores " + std::string(name(q.kv_dtype)) +
                              " rows two elements a word: an odd row width (" + std::to_string(kv->n_kv_heads * kv->head_dim) +
                              ") is not implemented"};

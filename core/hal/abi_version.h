@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 10;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0xf68abbda9df2b65full;
+inline constexpr uint32_t kBackendAbiVersion = 11;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0xf15e62df635a4be7ull;
 
 }  // namespace tessera

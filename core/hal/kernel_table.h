@@ -15,7 +15,7 @@ struct OpQuery {
   DType dtype = DType::f32;         // activations
   DType weight_dtype = DType::f32;  // matmul / embedding weights
   // The element type of the KV pools kv_append, rope_kv_append and
-  // paged_attention write or read (f32, f16 or bf16): a table refuses the
+  // paged_attention write or read (f32, f16, bf16, q8_0 or fp8_e4m3): a table refuses the
   // types its kernels cannot store or read, never computing in another.
   DType kv_dtype = DType::f32;
   // rope / rope_kv_append reading a folded cos/sin table (graph constant

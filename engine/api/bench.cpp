@@ -50,7 +50,7 @@ Expected<OpBenchReport> time_cpu_op(const OpBenchOptions& o) {
   const auto type = dtype_from_name(o.type);
   if (!type) return invalid_argument("--type: '" + o.type + "' is not a dtype; expected f32, f16, bf16 or a block type (q4_K, q8_0, ...)");
   const auto kv_type = dtype_from_name(o.kv_type);
-  if (!kv_type) return invalid_argument("--kv-type: '" + o.kv_type + "' is not a dtype; expected f32, f16 or bf16");
+  if (!kv_type) return invalid_argument("--kv-type: '" + o.kv_type + "' is not a dtype; expected f32, f16, bf16, q8_0 or fp8_e4m3");
   shape.dtype = *type, shape.kv_dtype = *kv_type;
   shape.batch_invariant = o.batch_invariant;
   if (o.weight_layout != "auto") {
@@ -72,7 +72,7 @@ Expected<OpBenchReport> time_cpu_op(const OpBenchOptions& o) {
   OpBenchReport r;
   r.op = o.op;
   r.dtype = o.op == "matmul" || o.op == "embedding" ? std::string(name(shape.dtype))
-            : o.op == "attention"                      ? std::string(name(shape.kv_dtype))
+            : o.op == "attention" || o.op == "kv_append" ? std::string(name(shape.kv_dtype))
                                                        : "f32";
   r.kernel = t.cost.kernel;
   const OpShape& s = shape;

@@ -34,6 +34,18 @@ int32_t argmax(std::span<const float> x) {
   return (int32_t)(std::max_element(x.begin(), x.end()) - x.begin());
 }
 
+// The KV types' bytes per token and full-context sequences in `budget` bytes.
+std::vector<KvTypeFigure> kv_type_figures(const TransformerConfig& c, uint64_t budget) {
+  std::vector<KvTypeFigure> out;
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::fp8_e4m3}) {
+    if (!is_whole_blocks(t, c.head_dim())) continue;  // the 8-bit types quantize whole 32-element blocks of a head
+    const uint64_t per_token = 2ull * (uint64_t)c.n_layers * bytes_for(t, c.kv_dim());
+    const uint64_t per_seq = per_token * (uint64_t)std::max(c.context_length, 1);
+    out.push_back({std::string(name(t)), per_token, per_seq > 0 ? budget / per_seq : 0});
+  }
+  return out;
+}
+
 Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const BenchOptions& o, int device_index,
                                    ThreadPool& pool, void (*log)(const std::string&)) {
   const TransformerConfig& c = w->config;
@@ -122,6 +134,11 @@ Expected<BenchReport> bench_device(std::shared_ptr<const ModelWeights> w, const 
   const DType kv_dtype = runner->kv_spec().dtype;
   r.kv_type = std::string(name(kv_dtype));
   const uint64_t kv_per_position = 2ull * (uint64_t)c.n_layers * bytes_for(kv_dtype, c.kv_dim());
+  // The engine's default KV budget on this device (RunnerOptions::kv_memory_fraction -1), uncapped.
+  TS_ASSIGN_OR_RETURN(const KvBudget budget, kv_budget_for(runner->device(), w->total_bytes(), -1, UINT64_MAX));
+  r.kv_budget_bytes = budget.bytes;
+  r.context_length = c.context_length;
+  r.kv_types = kv_type_figures(c, budget.bytes);
   for (int32_t i = 0; i < o.gen_tokens - 1; ++i) kv_bytes += kv_per_position * (uint64_t)(s->position() + i + 1);
   const std::vector<double>& step_new = step_ms[1];
   TS_ASSIGN_OR_RETURN(r.read_GBps_after, measure_roof());

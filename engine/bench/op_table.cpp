@@ -8,6 +8,7 @@
 #include "core/quant.h"
 #include "engine/bench/matmul_roofs.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kv_element.h"
 
 namespace tessera {
 
@@ -31,12 +32,27 @@ void fill_uniform(std::byte* p, uint64_t bytes, std::mt19937& gen) {
   for (uint64_t i = 0; i < bytes / 4; ++i) f[i] = u(gen);
 }
 
-// A pool of `elems` uniform values in [-1, 1), held as kv_dtype (f32, f16 or bf16).
+// A pool of `elems` uniform values in [-1, 1), held as kv_dtype (f32, f16,
+// bf16, or q8_0 / fp8_e4m3 quantized a 32-element block at a time).
 void fill_uniform_pool(std::byte* p, uint64_t elems, DType kv_dtype, std::mt19937& gen) {
   if (kv_dtype == DType::f32) return fill_uniform(p, elems * 4, gen);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  auto* h = reinterpret_cast<uint16_t*>(p);
-  for (uint64_t i = 0; i < elems; ++i) h[i] = kv_dtype == DType::f16 ? f32_to_f16(u(gen)) : f32_to_bf16(u(gen));
+  float block[kernels::kKvBlock];
+  for (uint64_t i = 0; i < elems; i += kernels::kKvBlock) {
+    for (float& x : block) x = u(gen);
+    kernels::store_kv_row(p, kv_dtype, (int64_t)i, block, std::min<int64_t>(kernels::kKvBlock, (int64_t)(elems - i)));
+  }
+}
+
+// The KV pool types the CPU's kv_append and attention take; the 8-bit ones in blocks of 32 of a head.
+Status check_kv_dtype(const OpShape& s) {
+  const DType t = s.kv_dtype;
+  if (t != DType::f32 && t != DType::f16 && t != DType::bf16 && !kernels::is_kv_block_type(t))
+    return invalid_argument("--kv-type: the CPU's KV pools are f32, f16, bf16, q8_0 or fp8_e4m3, not " + std::string(name(t)));
+  if (kernels::is_kv_block_type(t) && s.head_dim % kernels::kKvBlock != 0)
+    return invalid_argument("--kv-type " + std::string(name(t)) + ": --head-dim " + std::to_string(s.head_dim) +
+                            " is not a multiple of 32 (the block of " + std::string(name(t)) + " KV pools)");
+  return Status::ok();
 }
 
 // ---- row ops over n rows of k: rms_norm, add, silu_mul, softmax, argmax
@@ -101,9 +117,7 @@ Status check_attention(const OpShape& s) {
     return invalid_argument("--kv-heads: " + std::to_string(s.kv_heads) + " does not divide --heads " + std::to_string(s.heads));
   if (s.q_len > s.ctx)
     return invalid_argument("--q-len: " + std::to_string(s.q_len) + " query tokens exceed --ctx " + std::to_string(s.ctx));
-  if (s.kv_dtype != DType::f32 && s.kv_dtype != DType::f16 && s.kv_dtype != DType::bf16)
-    return invalid_argument("--kv-type: the CPU's attention reads f32, f16 or bf16 KV pools, not " + std::string(name(s.kv_dtype)));
-  return Status::ok();
+  return check_kv_dtype(s);
 }
 
 int64_t kv_width(const OpShape& s) { return (int64_t)s.kv_heads * s.head_dim; }
@@ -116,11 +130,12 @@ double attended_positions(const OpShape& s) {
   return q * c - q * (q - 1) / 2;
 }
 
-uint64_t kv_elem_bytes(const OpShape& s) { return s.kv_dtype == DType::f32 ? 4 : 2; }
+// Bytes of `rows` pool rows (kv_width elements each) in the bench's KV type.
+uint64_t kv_pool_bytes(const OpShape& s, int64_t rows) { return bytes_for(s.kv_dtype, rows * kv_width(s)); }
 
 OpCostFigures attention_cost(const OpShape& s) {
   return {4.0 * s.heads * s.head_dim * attended_positions(s),
-          2.0 * (double)kv_elem_bytes(s) * (double)s.ctx * (double)kv_width(s) + 2.0 * 4.0 * (double)s.q_len * (double)q_width(s),
+          2.0 * (double)kv_pool_bytes(s, s.ctx) + 2.0 * 4.0 * (double)s.q_len * (double)q_width(s),
           ComputeDtype::f32_fma, "paged_attention (" + std::string(name(s.kv_dtype)) + " KV)"};
 }
 
@@ -173,9 +188,7 @@ Status check_kv_append(const OpShape& s) {
   TS_TRY(positive("--head-dim", s.head_dim, "head size"));
   TS_TRY(positive("--ctx", s.ctx, "pool size in positions"));
   if (s.n > s.ctx) return invalid_argument("--n: " + std::to_string(s.n) + " tokens do not fit a pool of --ctx " + std::to_string(s.ctx));
-  if (s.kv_dtype != DType::f32)
-    return invalid_argument("--kv-type: the CPU's KV pools hold f32 only so far, not " + std::string(name(s.kv_dtype)));
-  return Status::ok();
+  return check_kv_dtype(s);
 }
 
 // ---- embedding: n token rows gathered from a table of m rows of k
@@ -212,7 +225,7 @@ const OpRow kOps[] = {
 
     {"attention", "--heads, --kv-heads, --head-dim, --ctx, --q-len, --kv-type", check_attention, attention_cost,
      [](const OpShape& s) {
-       const uint64_t q = (uint64_t)(s.q_len * q_width(s)) * 4, pool = (uint64_t)(pool_slots(s) * kv_width(s)) * kv_elem_bytes(s);
+       const uint64_t q = (uint64_t)(s.q_len * q_width(s)) * 4, pool = kv_pool_bytes(s, pool_slots(s));
        return std::vector<uint64_t>{q, q, pool, pool, (uint64_t)(s.q_len + 3 + pool_slots(s) / kBlockSize) * 4};
      },
      [](const OpShape& s, OpTensors t, std::mt19937& gen) {
@@ -301,13 +314,13 @@ const OpRow kOps[] = {
        kc::rope(a, pf);
      }},
 
-    {"kv_append", "--n tokens, --kv-heads, --head-dim, --ctx pool positions", check_kv_append,
+    {"kv_append", "--n tokens, --kv-heads, --head-dim, --ctx pool positions, --kv-type", check_kv_append,
      [](const OpShape& s) {
-       return OpCostFigures{0, 4.0 * 4.0 * (double)(s.n * kv_width(s)) + 4.0 * (double)s.n, ComputeDtype::f32_fma,
-                            "kv_append (f32 KV)"};
+       return OpCostFigures{0, 2.0 * 4.0 * (double)(s.n * kv_width(s)) + 2.0 * (double)kv_pool_bytes(s, s.n) + 4.0 * (double)s.n,
+                            ComputeDtype::f32_fma, "kv_append (" + std::string(name(s.kv_dtype)) + " KV)"};
      },
      [](const OpShape& s) {
-       const uint64_t rows = (uint64_t)(s.n * kv_width(s)) * 4, pool = (uint64_t)(pool_slots(s) * kv_width(s)) * 4;
+       const uint64_t rows = (uint64_t)(s.n * kv_width(s)) * 4, pool = kv_pool_bytes(s, pool_slots(s));
        return std::vector<uint64_t>{rows, rows, pool, pool, (uint64_t)s.n * 4};
      },
      [](const OpShape& s, OpTensors t, std::mt19937& gen) {
@@ -319,7 +332,8 @@ const OpRow kOps[] = {
      [](const OpShape& s, OpTensors t, void*, ParallelFor& pf) {
        kernels::KvAppendArgs a;
        a.k = f32(t, 0), a.v = f32(t, 1);
-       a.k_pool = f32(t, 2), a.v_pool = f32(t, 3);
+       a.k_pool = t[2], a.v_pool = t[3];
+       a.kv_dtype = s.kv_dtype;
        a.slot_mapping = i32(t, 4);
        a.n_tokens = s.n;
        a.num_slots = pool_slots(s);

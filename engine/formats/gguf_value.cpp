@@ -222,6 +222,7 @@ uint32_t ggml_type_of(DType t) {
     case DType::i8: return 24;
     case DType::i32: return 26;
     case DType::bf16: return 30;
+    case DType::fp8_e4m3: break;  // a KV pool type: no GGUF tensor holds it (can_write_weight_type refuses it)
   }
   return 0;
 }

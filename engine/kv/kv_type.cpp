@@ -28,10 +28,15 @@ Expected<DType> resolve_kv_type(std::string_view kv_type, const ModelWeights& w,
     const DType d = default_kv_dtype(w);
     return target && d != DType::f32 && !target_reads(*target, d) ? DType::f32 : d;
   }
-  if (kv_type == "f32") return DType::f32;
-  if (kv_type == "f16") return DType::f16;
-  if (kv_type == "bf16") return DType::bf16;
-  return invalid_argument("--kv-type: '" + std::string(kv_type) + "' is not one of auto, f32, f16, bf16");
+  const auto t = dtype_from_name(kv_type);
+  if (!t || (*t != DType::f32 && *t != DType::f16 && *t != DType::bf16 && *t != DType::q8_0 && *t != DType::fp8_e4m3))
+    return invalid_argument("--kv-type: '" + std::string(kv_type) + "' is not one of auto, f32, f16, bf16, q8_0, fp8_e4m3");
+  // The 8-bit types quantize 32 elements of one head's row a block.
+  const int32_t head_dim = w.config.head_dim();
+  if ((*t == DType::q8_0 || *t == DType::fp8_e4m3) && head_dim % 32 != 0)
+    return invalid_argument("--kv-type " + std::string(kv_type) + ": the model's head_dim " + std::to_string(head_dim) +
+                            " is not a multiple of 32 (the block of " + std::string(kv_type) + " KV pools); use f32, f16 or bf16");
+  return *t;
 }
 
 }  // namespace tessera

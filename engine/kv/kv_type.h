@@ -1,8 +1,10 @@
 #pragma once
-// The KV pools' element type (--kv-type): f32, f16 or bf16, or "auto" for
-// the model's default. K and V are rounded to it as they are appended and
-// read back as f32 by attention, so f16 and bf16 halve the bytes a decode
-// step reads from the cache and double the blocks a memory budget buys.
+// The KV pools' element type (--kv-type): f32, f16, bf16, q8_0 or fp8_e4m3,
+// or "auto" for the model's default. K and V are rounded to it as they are
+// appended and read back as f32 by attention, so f16 and bf16 halve the bytes
+// a decode step reads from the cache and double the blocks a memory budget
+// buys; q8_0 and fp8_e4m3 (34 bytes per 32 elements of a head, an f16 scale
+// per block: docs/ir.md, "KV pools") take 53% of f16's.
 #include <string_view>
 
 #include "core/dtype.h"
@@ -12,8 +14,9 @@
 
 namespace tessera {
 
-// "auto", "f32", "f16" or "bf16"; anything else is refused in one line naming
-// --kv-type. "auto" is default_kv_dtype(w), or f32 where `target` (when
+// "auto", "f32", "f16", "bf16", "q8_0" or "fp8_e4m3"; anything else, or an
+// 8-bit type for a model whose head_dim is not a multiple of 32, is refused
+// in one line naming --kv-type. "auto" is default_kv_dtype(w), or f32 where `target` (when
 // given) has no kv_append or paged_attention over that type: a default, so
 // it follows the device. A type asked for by name is never changed (a
 // backend that cannot run it refuses or places those nodes visibly).

@@ -14,7 +14,7 @@ namespace tessera {
 struct KvLayout {
   int32_t num_blocks = 0;
   int32_t block_size = 16;
-  DType dtype = DType::f32;  // the pools' element type: f32, f16 or bf16
+  DType dtype = DType::f32;  // the pools' element type: f32, f16, bf16, q8_0 or fp8_e4m3
   int64_t num_slots() const { return (int64_t)num_blocks * block_size; }
 };
 

@@ -69,7 +69,7 @@ struct RunnerOptions {
   // to max_context. max_context (or more) makes one context bucket.
   int32_t min_context_bucket = 256;
   std::string weight_layout = "auto";  // --weight-layout: auto (the target's preference), rows or rows_x4
-  // --kv-type: the KV pools' element type, f32, f16 or bf16; "auto": f32 for
+  // --kv-type: the KV pools' element type, f32, f16, bf16, q8_0 or fp8_e4m3; "auto": f32 for
   // f32 models, f16 for the rest (engine/kv/kv_type.h).
   std::string kv_type = "auto";
   // --batch-invariant: kernels whose rows never depend on the step's other

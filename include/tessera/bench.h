@@ -25,8 +25,17 @@ struct BenchOptions {
   std::string place;   // --place: nodes pinned to a device
   std::string weight_layout = "auto";  // --weight-layout (docs/ir.md)
   bool batch_invariant = false;        // --batch-invariant (docs/backends.md, "Batch invariance")
-  std::string kv_type = "auto";        // --kv-type: f32, f16, bf16 or auto (ModelOptions::kv_type)
+  std::string kv_type = "auto";        // --kv-type: f32, f16, bf16, q8_0, fp8_e4m3 or auto (ModelOptions::kv_type)
   bool competing_load = false;         // --competing-load: decode again beside a busy process on one core
+};
+
+// What one KV pool type costs this model (computed, not run): the K and V
+// bytes of one token over every layer, and how many sequences of the
+// model's whole context the device's default KV budget holds in it.
+struct KvTypeFigure {
+  std::string type;
+  uint64_t bytes_per_token = 0;
+  uint64_t full_context_seqs = 0;
 };
 
 struct BenchReport {
@@ -44,6 +53,12 @@ struct BenchReport {
   double host_gap_us = 0, host_gap_serial_us = 0;  // medians: host time from one step's end to the next's submit
   uint64_t bytes_per_token = 0;  // weights + the KV cache read by one decode step, averaged
   std::string kv_type;           // the KV pools' element type the bench ran with (bytes_per_token counts it)
+  // Every KV type the model can take (q8_0 and fp8_e4m3 where head_dim is a
+  // multiple of 32) against kv_budget_bytes, the budget the engine gives the
+  // KV cache on this device by default, for sequences of context_length.
+  std::vector<KvTypeFigure> kv_types;
+  uint64_t kv_budget_bytes = 0;
+  int32_t context_length = 0;
   // The memory roof, measured before and after the timed runs: the host's
   // streaming read for the CPU; for any other device its device-to-device
   // copy (read plus write, engine/bench/device_ops.h), named by roof.

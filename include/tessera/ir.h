@@ -30,7 +30,7 @@ struct IrOptions {
   std::string tile;            // tile overrides (docs/ir.md)
   std::string place;           // nodes pinned to a device (docs/ir.md)
   std::string weight_layout = "auto";
-  std::string kv_type = "auto";  // the KV pools' element type (--kv-type): f32, f16, bf16 or auto
+  std::string kv_type = "auto";  // the KV pools' element type (--kv-type): f32, f16, bf16, q8_0, fp8_e4m3 or auto
   bool strict = false;         // placement refuses what the target cannot run
   bool batch_invariant = false;  // the tiling pass marks nodes tile{batch_invariant=1} (docs/backends.md)
   int32_t ctx = 0;             // context the KV pools and RoPE tables are sized for; 0: the model's, at most 4096

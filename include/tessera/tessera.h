@@ -42,7 +42,8 @@ struct ModelOptions {
   std::string tile;                // tile overrides: "matmul.chunk_bytes=32768,..." (docs/ir.md)
   std::string place;               // nodes pinned to a device: "paged_attention=cpu,..." (docs/ir.md)
   std::string weight_layout = "auto";  // matmul weights' block order: auto (the target's preference), rows, rows_x4
-  // The KV pools' element type: f32, f16 or bf16; "auto": f32 for a model whose
+  // The KV pools' element type: f32, f16, bf16, q8_0 or fp8_e4m3 (8-bit: head_dim a
+  // multiple of 32); "auto": f32 for a model whose
   // matrices are all f32, else f16 (docs/cli.md, --kv-type).
   std::string kv_type = "auto";
   // A token's logits never depend on the other sequences of its steps, the

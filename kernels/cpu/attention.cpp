@@ -101,7 +101,9 @@ struct Shape {
   float sqrt_hd;
   float inv_softcap;    // 1 / p.softcap, when it is set
   bool split;           // split_decodes() of the call
-  int64_t elem_bytes;   // of a pool element: 4 (f32) or 2 (f16, bf16)
+
+  // Bytes of `elems` pool elements from a head's first (whole 32-element blocks for q8_0, fp8_e4m3).
+  int64_t kv_bytes(int64_t elems) const { return (int64_t)bytes_for(a.kv_dtype, elems); }
 
   int64_t q_len(int32_t s) const { return (int64_t)a.query_start[s + 1] - a.query_start[s]; }
   int64_t kv_len(int32_t s, int64_t t) const {
@@ -142,7 +144,7 @@ void reset(const Row& r, int head_dim) {
 // the group's query heads.
 detail::AttentionBlock block_args(const Shape& sh, int64_t base, int g, int64_t lo, int64_t n, float* scratch) {
   const AttentionParams& p = sh.a.p;
-  const int64_t first = (base * sh.kv_row + (int64_t)g * p.head_dim) * sh.elem_bytes;
+  const int64_t first = sh.kv_bytes(base * sh.kv_row + (int64_t)g * p.head_dim);
   detail::AttentionBlock b;
   b.kv_dtype = sh.a.kv_dtype;
   b.k = static_cast<const char*>(sh.a.k_pool) + first;
@@ -167,10 +169,9 @@ detail::AttentionBlock block_args(const Shape& sh, int64_t base, int g, int64_t 
 // order: no hardware prefetcher follows that, and without this each row
 // waited for memory. A hint only: it changes no arithmetic.
 void prefetch_block(const Shape& sh, int64_t base, int64_t head_off, int64_t lo, int64_t n) {
-  const int64_t elem = sh.elem_bytes;
-  const int64_t row_bytes = (int64_t)sh.a.p.head_dim * elem, stride = sh.kv_row * elem;
-  const char* k = static_cast<const char*>(sh.a.k_pool) + (base * sh.kv_row + head_off) * elem;
-  const char* v = static_cast<const char*>(sh.a.v_pool) + (base * sh.kv_row + head_off) * elem;
+  const int64_t row_bytes = sh.kv_bytes(sh.a.p.head_dim), stride = sh.kv_bytes(sh.kv_row);
+  const char* k = static_cast<const char*>(sh.a.k_pool) + sh.kv_bytes(base * sh.kv_row + head_off);
+  const char* v = static_cast<const char*>(sh.a.v_pool) + sh.kv_bytes(base * sh.kv_row + head_off);
   for (int64_t o = lo; o < n; ++o)
     for (int64_t b = 0; b < row_bytes; b += 64) {
       __builtin_prefetch(k + o * stride + b);
@@ -369,8 +370,7 @@ void paged_attention(const AttentionArgs& a, ParallelFor& pf) {
                  (int64_t)p.n_kv_heads * p.head_dim,
                  sqrtf((float)p.head_dim),
                  p.softcap > 0.0f ? 1.0f / p.softcap : 0.0f,
-                 split_decodes(n_decode, pf.num_threads()),
-                 a.kv_dtype == DType::f16 || a.kv_dtype == DType::bf16 ? 2 : 4};
+                 split_decodes(n_decode, pf.num_threads())};
 
   int64_t n_units = 0, n_pieces = 0;
   for (int32_t s = 0; s < a.n_seqs; ++s) {

@@ -4,7 +4,9 @@
 // attention_block__<isa>.cpp, which supplies V:
 //   L (f32 lanes), kDRegs (vectors of head_dim a pass holds per head), R,
 //   zero, set1, load, store, load_n / store_n (the first n lanes, the rest 0),
-//   load_kv<Kv> / load_kv_n<Kv> (pool elements widened to f32 in registers),
+//   load_kv<Kv> / load_kv_n<Kv> (pool elements widened to f32 in registers;
+//   for q8_0 and fp8 L lanes from i, a multiple of L, in one 32-element
+//   block: the scale times the widened bytes, exact),
 //   fma(a, b, c) = a * b + c in one rounding, mul, div, add, sub, max,
 //   hmax, hsum, exp, and sum_rows(rows): lane o = the sum of the L
 //   floats at rows + o * L.
@@ -27,8 +29,9 @@
 //    registers while the block's V rows (widened once each) are folded in
 //    position order, acc = fma(e, v, acc).
 // Every step is the head's own, in one order, so a token's bits do not
-// depend on which call, path or thread folds the block; f16 and bf16 are
-// widened exactly, so their bits are those of f32 pools of the same values.
+// depend on which call, path or thread folds the block; f16, bf16, q8_0 and
+// fp8 are widened exactly, so their bits are those of f32 pools of the same
+// values.
 // (Unnamed namespace, and no std:: templates: each ISA file compiles this
 // under its own target flags, see simd_util__x86.h.)
 #include <cmath>
@@ -39,7 +42,17 @@
 namespace tessera::kernels::cpu::detail {
 namespace {
 
-enum class Kv { f32, f16, bf16 };
+enum class Kv { f32, f16, bf16, q8_0, fp8 };
+
+// q8_0 and fp8 rows are 34-byte blocks of 32 (an f16 scale, 32 bytes).
+constexpr bool is_block(Kv t) { return t == Kv::q8_0 || t == Kv::fp8; }
+
+// Bytes of `elems` pool elements (a whole number of blocks for the block types).
+template <Kv T>
+constexpr int64_t kv_bytes(int64_t elems) {
+  if constexpr (is_block(T)) return elems / 32 * 34;
+  else return elems * (T == Kv::f32 ? 4 : 2);
+}
 
 inline int imin(int a, int b) { return a < b ? a : b; }
 inline int imax(int a, int b) { return a > b ? a : b; }
@@ -68,24 +81,25 @@ inline typename V::R load_cols(const Pass<V, Full>& ps, int c, const float* p) {
   return ps.part(c) ? V::load_n(p, ps.last) : V::load(p);
 }
 
+// The block types' head_dim is a multiple of 32, so of every L: no vector is partial.
 template <class V, Kv T, bool Full>
 inline typename V::R load_kv_cols(const Pass<V, Full>& ps, int c, const void* row, int64_t i) {
-  return ps.part(c) ? V::template load_kv_n<T>(row, i, ps.last) : V::template load_kv<T>(row, i);
+  if constexpr (is_block(T)) return V::template load_kv<T>(row, i);
+  else return ps.part(c) ? V::template load_kv_n<T>(row, i, ps.last) : V::template load_kv<T>(row, i);
 }
 
 template <Kv T>
 inline const void* kv_row(const void* base, int64_t o, int64_t stride) {
-  constexpr int64_t bytes = T == Kv::f32 ? 4 : 2;
-  return static_cast<const char*>(base) + o * stride * bytes;
+  return static_cast<const char*>(base) + kv_bytes<T>(o * stride);
 }
 
 // Asks for row o of the next call's K and V (a hint: no arithmetic).
 template <Kv T>
 inline void prefetch_next_row(const AttentionBlock& b, int o) {
-  constexpr int bytes = T == Kv::f32 ? 4 : 2;
+  const int bytes = (int)kv_bytes<T>(b.head_dim);
   const char* k = static_cast<const char*>(kv_row<T>(b.next_k, o, b.kv_stride));
   const char* v = static_cast<const char*>(kv_row<T>(b.next_v, o, b.kv_stride));
-  for (int off = 0; off < b.head_dim * bytes; off += 64) {
+  for (int off = 0; off < bytes; off += 64) {
     __builtin_prefetch(k + off);
     __builtin_prefetch(v + off);
   }
@@ -262,6 +276,8 @@ void attention_block(const AttentionBlock& b) {
   switch (b.kv_dtype) {
     case DType::f16: return fold_block<V, Kv::f16>(b);
     case DType::bf16: return fold_block<V, Kv::bf16>(b);
+    case DType::q8_0: return fold_block<V, Kv::q8_0>(b);
+    case DType::fp8_e4m3: return fold_block<V, Kv::fp8>(b);
     default: return fold_block<V, Kv::f32>(b);
   }
 }

@@ -1,7 +1,8 @@
 // The paged attention inner kernel (attention_block.h) on AVX2: 8 lanes, two
 // vectors (16 columns) of every head of a set in registers per pass (16
 // ymm registers in all), f16 widened by vcvtph2ps, bf16 by a shift; tails
-// go through a zeroed copy.
+// go through a zeroed copy. A q8_0 block's 8 bytes widen by vpmovsxbd and a
+// scale, fp8's move into f16 bit patterns (bias 7 -> 15: 2^8 in the scale).
 #include <cstring>
 
 #include "kernels/cpu/attention_block.h"
@@ -31,9 +32,22 @@ struct V256 {
   static R widen(__m128i h, Kv t) {
     return t == Kv::f16 ? _mm256_cvtph_ps(h) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
+  // 8 elements of the 32-element block holding element i (i a multiple of 8).
+  template <Kv T>
+  static R load_block(const void* row, int64_t i) {
+    const uint8_t* blk = static_cast<const uint8_t*>(row) + (i >> 5) * 34;
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + (i & 31)));
+    const float d = _cvtsh_ss(*reinterpret_cast<const uint16_t*>(blk));
+    if constexpr (T == Kv::q8_0) return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(d));
+    // byte << 8, arithmetic >> 1, bit 14 cleared: the f16 of value e4m3 / 2^8.
+    const __m128i x = _mm_slli_epi16(_mm_cvtepu8_epi16(q), 8);
+    const __m128i h = _mm_and_si128(_mm_srai_epi16(x, 1), _mm_set1_epi16((short)0xBF80));
+    return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(d * 256.0f));
+  }
   template <Kv T>
   static R load_kv(const void* row, int64_t i) {
     if constexpr (T == Kv::f32) return _mm256_loadu_ps(static_cast<const float*>(row) + i);
+    else if constexpr (is_block(T)) return load_block<T>(row, i);
     else return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + i)), T);
   }
   template <Kv T>

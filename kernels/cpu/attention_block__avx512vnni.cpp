@@ -1,6 +1,8 @@
 // The paged attention inner kernel (attention_block.h) on AVX-512: 16 lanes,
 // four vectors (64 columns) of every head of a set in registers per pass,
-// f16 widened by vcvtph2ps, bf16 by a shift, tails by masked loads.
+// f16 widened by vcvtph2ps, bf16 by a shift, tails by masked loads; a q8_0
+// block's 16 bytes by vpmovsxbd and a scale, fp8's moved into f16 bit
+// patterns (the exponent bias 7 -> 15 is a factor 2^8 folded into the scale).
 #include "kernels/cpu/attention_block.h"
 #include "kernels/cpu/exp_f32__x86.h"
 
@@ -24,12 +26,26 @@ struct V512 {
   template <Kv T>
   static R load_kv(const void* row, int64_t i) {
     if constexpr (T == Kv::f32) return _mm512_loadu_ps(static_cast<const float*>(row) + i);
+    else if constexpr (is_block(T)) return load_block<T>(row, i);
     else return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + i)), T);
   }
   template <Kv T>
   static R load_kv_n(const void* row, int64_t i, int n) {
     if constexpr (T == Kv::f32) return _mm512_maskz_loadu_ps(mask(n), static_cast<const float*>(row) + i);
     else return widen(_mm256_maskz_loadu_epi16(mask(n), static_cast<const uint16_t*>(row) + i), T);
+  }
+  // 16 elements of the 32-element block holding element i (i a multiple of 16).
+  template <Kv T>
+  static R load_block(const void* row, int64_t i) {
+    const uint8_t* blk = static_cast<const uint8_t*>(row) + (i >> 5) * 34;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + (i & 31)));
+    const float d = _cvtsh_ss(*reinterpret_cast<const uint16_t*>(blk));
+    if constexpr (T == Kv::q8_0) return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(d));
+    // byte << 8, arithmetic >> 1 (the sign lands at bit 15 and 14), bit 14 cleared:
+    // the sign at 15, the exponent at 13..10 and the mantissa at 9..7, an f16 of value e4m3 / 2^8.
+    const __m256i x = _mm256_slli_epi16(_mm256_cvtepu8_epi16(q), 8);
+    const __m256i h = _mm256_and_si256(_mm256_srai_epi16(x, 1), _mm256_set1_epi16((short)0xBF80));
+    return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(d * 256.0f));
   }
   static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
   static R mul(R a, R b) { return _mm512_mul_ps(a, b); }

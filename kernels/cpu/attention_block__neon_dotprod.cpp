@@ -1,6 +1,8 @@
 // The paged attention inner kernel (attention_block.h) on NEON: 4 lanes, four
 // vectors (16 columns) of every head of a set in registers per pass, f16
-// widened by fcvtl, bf16 by a shift; tails go through a zeroed copy.
+// widened by fcvtl, bf16 by a shift; tails go through a zeroed copy. A q8_0
+// block's 4 bytes widen by sxtl and a scale, fp8's move into f16 bit
+// patterns (bias 7 -> 15: 2^8 in the scale).
 #include <cstring>
 
 #include "kernels/cpu/attention_block.h"
@@ -30,9 +32,26 @@ struct VNeon {
   static R widen(uint16x4_t h, Kv t) {
     return t == Kv::f16 ? vcvt_f32_f16(vreinterpret_f16_u16(h)) : vreinterpretq_f32_u32(vshll_n_u16(h, 16));
   }
+  // 4 elements of the 32-element block holding element i (i a multiple of 4).
+  template <Kv T>
+  static R load_block(const void* row, int64_t i) {
+    const uint8_t* blk = static_cast<const uint8_t*>(row) + (i >> 5) * 34;
+    uint32_t w;
+    uint16_t dh;
+    std::memcpy(&w, blk + 2 + (i & 31), 4);
+    std::memcpy(&dh, blk, 2);
+    const float d = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(dh))), 0);
+    const uint8x8_t b = vreinterpret_u8_u32(vdup_n_u32(w));
+    if constexpr (T == Kv::q8_0)
+      return vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u8(b))))), d);
+    const uint16x4_t x = vget_low_u16(vmovl_u8(b));
+    const uint16x4_t h = vorr_u16(vshl_n_u16(vand_u16(x, vdup_n_u16(0x7F)), 7), vshl_n_u16(vand_u16(x, vdup_n_u16(0x80)), 8));
+    return vmulq_n_f32(vcvt_f32_f16(vreinterpret_f16_u16(h)), d * 256.0f);
+  }
   template <Kv T>
   static R load_kv(const void* row, int64_t i) {
     if constexpr (T == Kv::f32) return vld1q_f32(static_cast<const float*>(row) + i);
+    else if constexpr (is_block(T)) return load_block<T>(row, i);
     else return widen(vld1_u16(static_cast<const uint16_t*>(row) + i), T);
   }
   template <Kv T>

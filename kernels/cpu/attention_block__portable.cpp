@@ -3,6 +3,7 @@
 // (the portable files are built without contraction), exp_f32_portable per lane.
 #include "kernels/cpu/attention_block.h"
 #include "core/half.h"
+#include "kernels/kv_element.h"
 #include "kernels/cpu/exp_f32__portable.h"
 
 namespace tessera::kernels::cpu::detail {
@@ -34,6 +35,8 @@ struct VPortable {
   static float elem(const void* row, int64_t i) {
     if constexpr (T == Kv::f32) return static_cast<const float*>(row)[i];
     else if constexpr (T == Kv::f16) return f16_to_f32(static_cast<const uint16_t*>(row)[i]);
+    else if constexpr (T == Kv::q8_0) return tessera::kernels::load_kv(row, DType::q8_0, i);
+    else if constexpr (T == Kv::fp8) return tessera::kernels::load_kv(row, DType::fp8_e4m3, i);
     else return bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
   }
   template <Kv T>

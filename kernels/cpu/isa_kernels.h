@@ -170,7 +170,7 @@ using FPanelFn = void (*)(const FPanelCall& c);
 // and widened in registers; each head's arithmetic is its own and in one
 // order, whatever heads share the call.
 struct AttentionBlock {
-  DType kv_dtype = DType::f32;            // f32, f16 or bf16
+  DType kv_dtype = DType::f32;            // f32, f16, bf16, q8_0 or fp8_e4m3
   const void* k = nullptr;                // offset o's K row at k + o * kv_stride elements
   const void* v = nullptr;                // and its V row at v + o * kv_stride
   int64_t kv_stride = 0;

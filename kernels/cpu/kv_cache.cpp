@@ -1,12 +1,15 @@
 // KV append: each token's K and V rows stored at its slot in the pools, as
-// they are (f32 pools) or rounded to nearest even (f16, bf16: the ISA's
-// conversion, bit for bit as core/half.h's).
+// they are (f32 pools), rounded to nearest even (f16, bf16: the ISA's
+// conversion, bit for bit as core/half.h's), or quantized per 32 elements
+// (q8_0, fp8_e4m3: kv_element.h's scalar code, one row a token, so the bytes
+// are the reference's).
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/parallel_util.h"
+#include "kernels/kv_element.h"
 
 namespace tessera::kernels::cpu {
 
@@ -17,6 +20,8 @@ void kv_append(const KvAppendArgs& a, ParallelFor& pf) {
   const auto store = [&](void* pool, const float* src, int64_t slot) {
     if (narrow)
       narrow(src, static_cast<uint16_t*>(pool) + slot * row, row);
+    else if (is_kv_block_type(a.kv_dtype))
+      store_kv_row(pool, a.kv_dtype, slot * row, src, row);
     else
       std::memcpy(static_cast<float*>(pool) + slot * row, src, (size_t)row * sizeof(float));
   };

@@ -8,8 +8,8 @@
 namespace tessera::kernels::reference {
 
 // Scores, max-subtracted softmax and the weighted sum of V, all in f64,
-// reading K/V (f32, f16 or bf16, widened exactly) through the block table
-// one position at a time.
+// reading K/V (f32, f16, bf16, or q8_0 / fp8_e4m3 dequantized: all exact
+// in f32, kv_element.h) through the block table one position at a time.
 void paged_attention(const AttentionArgs& a) {
   const AttentionParams& p = a.p;
   const int group = p.n_heads / p.n_kv_heads;

@@ -3,16 +3,15 @@
 
 namespace tessera::kernels::reference {
 
-// Each element rounded to the pool's type as it is stored.
+// Each row rounded to the pool's type as it is stored (the block types
+// quantize each 32 elements of the row with their own scale).
 void kv_append(const KvAppendArgs& a) {
   const int64_t row = (int64_t)a.p.n_kv_heads * a.p.head_dim;
   for (int64_t t = 0; t < a.n_tokens; ++t) {
     const int64_t slot = a.slot_mapping[t];
     if (slot == kNoSlot) continue;
-    for (int64_t e = 0; e < row; ++e) {
-      store_kv(a.k_pool, a.kv_dtype, slot * row + e, a.k[t * row + e]);
-      store_kv(a.v_pool, a.kv_dtype, slot * row + e, a.v[t * row + e]);
-    }
+    store_kv_row(a.k_pool, a.kv_dtype, slot * row, a.k + t * row, row);
+    store_kv_row(a.v_pool, a.kv_dtype, slot * row, a.v + t * row, row);
   }
 }
 

@@ -146,7 +146,17 @@ TEST_CASE("an unknown --kv-type is one line naming the flag and the accepted typ
         {"batch", "-m", m}, {"bench", "-m", m}, {"ir", "-m", m}}) {
     CAPTURE(cmd[0]);
     std::vector<std::string> args = cmd;
-    args.insert(args.end(), {"--kv-type", "q8_0"});
-    check_one_line_error(run_tessera(args), {"--kv-type", "q8_0", "f32", "f16", "bf16"});
+    args.insert(args.end(), {"--kv-type", "q4"});
+    check_one_line_error(run_tessera(args), {"--kv-type", "q4", "f32", "f16", "bf16", "q8_0", "fp8_e4m3"});
+  }
+}
+
+// The 8-bit KV types quantize 32 elements of one head a block: stories260K's heads are 8 wide.
+TEST_CASE("--kv-type q8_0 or fp8_e4m3 for a model whose head_dim is not a multiple of 32 is one line naming the flag and head_dim") {
+  for (const char* t : {"q8_0", "fp8_e4m3"}) {
+    CAPTURE(t);
+    check_one_line_error(run_tessera({"run", "-m", stories(), "--prompt-ids", "1", "--kv-type", t}),
+                         {"--kv-type", t, "head_dim 8", "multiple of 32"});
+    check_one_line_error(run_tessera({"ir", "-m", stories(), "--kv-type", t}), {"--kv-type", t, "head_dim 8"});
   }
 }

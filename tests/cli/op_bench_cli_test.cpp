@@ -117,7 +117,10 @@ TEST_CASE("bench --op refuses bad sizes, types and ops with one line naming the 
   check_refused({"--op", "matmul", "--m", "-3", "--k", "256"}, "--m");
   check_refused({"--op", "nope"}, "--op");
   check_refused({"--op", "attention", "--heads", "6", "--kv-heads", "4"}, "--kv-heads");
-  check_refused({"--op", "attention", "--kv-type", "q8_0"}, "--kv-type");
+  check_refused({"--op", "attention", "--kv-type", "q4"}, "--kv-type");
+  // The 8-bit KV types quantize 32 elements of a head a block.
+  check_refused({"--op", "attention", "--kv-type", "q8_0", "--head-dim", "48"}, "--kv-type");
+  check_refused({"--op", "kv_append", "--kv-type", "fp8_e4m3", "--head-dim", "40"}, "--kv-type");
   check_refused({"--op", "attention", "--ctx", "8", "--q-len", "9"}, "--q-len");
   check_refused({"--op", "rope", "--head-dim", "7"}, "--head-dim");
   check_refused({"--op", "matmul", "--type", "f16", "--m", "32", "--k", "7", "--weight-layout", "rows_x16"}, "--weight-layout");

@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -13,6 +15,7 @@
 
 #include "conformance.h"
 #include "hal_harness.h"
+#include "kernels/kv_element.h"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -282,6 +285,65 @@ TEST_CASE("kv_append rounds K and V to f16 and bf16 pools as the reference does,
   }
 }
 
+// The 8-bit pools, read back as f32: every element within one step of the
+// reference's (q8_0: the block's scale d; fp8_e4m3: an eighth of the value,
+// E4M3's spacing, or a subnormal step d * 2^-9), and every scale within one
+// f16 rounding. A device whose division rounds otherwise than the host's
+// (GLSL's x / y may be 2.5 ulp) can move an element across a rounding tie;
+// the CPU stores the reference's bytes exactly (kv_quant_test.cpp).
+void check_block_pool(const std::vector<std::byte>& got, const std::vector<std::byte>& want, DType t) {
+  REQUIRE(got.size() == want.size());
+  const int64_t n = (int64_t)(want.size() / 34 * 32);
+  int64_t off_step = 0, exact = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t dw;
+    std::memcpy(&dw, want.data() + i / 32 * 34, 2);
+    const double d = f16_to_f32(dw);
+    const double g = kernels::load_kv(got.data(), t, i), w = kernels::load_kv(want.data(), t, i);
+    const double step = t == DType::q8_0 ? d : std::fmax(std::fabs(w) / 8.0, d * 0x1p-9);
+    off_step += !(std::fabs(g - w) <= step * 1.001);
+    exact += g == w;
+  }
+  CHECK_MESSAGE(off_step == 0, off_step << " of " << n << " elements more than one step from the reference's");
+  MESSAGE(name(t) << ": " << exact << " of " << n << " elements equal the reference's");
+}
+
+TEST_CASE("kv_append quantizes K and V into q8_0 and fp8_e4m3 pools within one step of the reference, on every device") {
+  Rng rng(114);
+  // Rows of 2 KV heads of 32 and 1 of 64 and 3 of 32 (an odd number of 34-byte blocks a row).
+  for (auto [kv_heads, hd] : {std::pair{2, 32}, std::pair{1, 64}, std::pair{3, 32}})
+    for (DType t : {DType::q8_0, DType::fp8_e4m3}) {
+      CAPTURE(name(t));
+      CAPTURE(kv_heads * hd);
+      const int32_t bs = 5, blocks = 4, n = 6;
+      const int64_t width = kv_heads * hd, slots = (int64_t)bs * blocks;
+      auto k = rng.floats((size_t)(n * width), -30.0f, 30.0f), v = rng.floats((size_t)(n * width), -1e-3f, 1e-3f);
+      std::fill(k.begin(), k.begin() + 32, 0.0f);  // a zero block: scale 0
+      const auto kp0 = rng.floats((size_t)(slots * width)), vp0 = rng.floats((size_t)(slots * width));
+      const TensorDesc pool = TensorDesc::contiguous(t, Shape{slots, width});
+      const KvCacheParams kvp{kv_heads, hd, bs};
+      OpCase c{OpKind::kv_append, kvp,
+               {weight_f32(Shape{n, width}, k), weight_f32(Shape{n, width}, v), step(StepField::slot_mapping),
+                {OpInput::pool, pool, kv_pool_bytes(kp0, t), StepField::none},
+                {OpInput::pool, pool, kv_pool_bytes(vp0, t), StepField::none}}};
+      plain_step(c, n);
+      c.bucket.max_blocks_per_seq = 2;
+      c.block_tables = {0, 1};
+      std::vector<int32_t> all((size_t)slots);
+      std::iota(all.begin(), all.end(), 0);
+      std::shuffle(all.begin(), all.end(), rng.engine());
+      c.slot_mapping.assign(all.begin(), all.begin() + n);
+      c.slot_mapping[3] = kNoSlot;
+      std::vector<std::byte> ek = c.inputs[3].bytes, ev = c.inputs[4].bytes;
+      ref::kv_append({k.data(), v.data(), c.slot_mapping.data(), n, ek.data(), ev.data(), t, slots, kvp});
+      on_every_device(c, OpKind::kv_append, DType::f32, [&](const auto& out) {
+        REQUIRE(out.size() == 2);
+        check_block_pool(out[0], ek, t);
+        check_block_pool(out[1], ev, t);
+      });
+    }
+}
+
 struct AttentionSeq {
   int32_t context, queries;  // the queries are the context's last positions
 };
@@ -396,6 +458,24 @@ TEST_CASE("paged attention over f16 and bf16 pools matches the reference on the 
     AttentionScenario mixed{"mixed decodes and chunks, grouped-query", {{700, 1}, {40, 3}, {451, 1}, {90, 17}, {19, 1}}, gqa, 48, 9, 3};
     AttentionScenario odd{"head_dim 63, blocks of 8, window 40", {{300, 1}, {45, 17}, {2, 2}}, windowed, 40};
     AttentionScenario decode{"one long decode (the split path)", {{1000, 1}}, AttentionParams{4, 1, 64, 16, 0.0f, true}, 64};
+    for (AttentionScenario* sc : {&mixed, &odd, &decode}) {
+      sc->kv = t;
+      check_attention(*sc, rng);
+    }
+  }
+}
+
+// The same pools on every device (the reference's bytes): each reads the
+// blocks back exactly in f32, so the bound is f32's, as for f16.
+TEST_CASE("paged attention over q8_0 and fp8_e4m3 pools matches the reference over the same blocks on every device") {
+  Rng rng(115);
+  for (DType t : {DType::q8_0, DType::fp8_e4m3}) {
+    const AttentionParams gqa{8, 2, 32, 16, 0.0f, true};
+    AttentionParams windowed{6, 3, 64, 8, 0.0f, true};
+    windowed.window = 40;
+    AttentionScenario mixed{"mixed decodes and chunks, grouped-query", {{700, 1}, {40, 3}, {451, 1}, {90, 17}, {19, 1}}, gqa, 48, 9, 3};
+    AttentionScenario odd{"head_dim 64, 3 KV heads, blocks of 8, window 40", {{300, 1}, {45, 17}, {2, 2}}, windowed, 40};
+    AttentionScenario decode{"one long decode (the split path), head_dim 128", {{1000, 1}}, AttentionParams{4, 1, 128, 16, 0.0f, true}, 64};
     for (AttentionScenario* sc : {&mixed, &odd, &decode}) {
       sc->kv = t;
       check_attention(*sc, rng);

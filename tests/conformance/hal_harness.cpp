@@ -53,7 +53,7 @@ std::vector<DeviceUnderTest>& devices_under_test() {
 
 std::vector<std::byte> kv_pool_bytes(const std::vector<float>& v, DType t) {
   std::vector<std::byte> b(bytes_for(t, (int64_t)v.size()));
-  for (size_t i = 0; i < v.size(); ++i) kernels::store_kv(b.data(), t, (int64_t)i, v[i]);
+  kernels::store_kv_row(b.data(), t, 0, v.data(), (int64_t)v.size());  // whole rows: the block types quantize 32 at a time
   return b;
 }
 

@@ -72,7 +72,8 @@ std::string unsupported_reason(Device& device, OpKind op, DType weight_dtype);
 std::string unsupported_reason(Device& device, const OpCase& c, DType weight_dtype);
 
 // Values stored as a KV pool of type t (f32, f16 or bf16: rounded to nearest
-// even, as kv_append stores them; kernels/kv_element.h).
+// even; q8_0, fp8_e4m3: quantized 32 at a time, whole rows), as kv_append
+// stores them (kernels/kv_element.h).
 std::vector<std::byte> kv_pool_bytes(const std::vector<float>& v, DType t);
 
 template <class T>

@@ -53,9 +53,36 @@ TEST_CASE("--kv-type: auto is f32 for an all-f32 model and f16 for others unless
   CHECK(*resolve_kv_type("bf16", *tiny, &table) == DType::bf16);
   CHECK(*resolve_kv_type("f16", *stories) == DType::f16);
   CHECK(*resolve_kv_type("f32", *tiny) == DType::f32);
-  const auto bad = resolve_kv_type("q8_0", *tiny);
+  const auto bad = resolve_kv_type("q4", *tiny);
   REQUIRE_FALSE(bad.has_value());
-  CHECK(bad.status().message() == "--kv-type: 'q8_0' is not one of auto, f32, f16, bf16");
+  CHECK(bad.status().message() == "--kv-type: 'q4' is not one of auto, f32, f16, bf16, q8_0, fp8_e4m3");
+  // The 8-bit types' blocks are 32 elements of one head: stories260K's heads are 8 wide.
+  const auto llama = load("models/zoo/llama-f32.gguf");  // head_dim 32
+  CHECK(*resolve_kv_type("q8_0", *llama) == DType::q8_0);
+  CHECK(*resolve_kv_type("fp8_e4m3", *llama) == DType::fp8_e4m3);
+  const auto narrow = resolve_kv_type("fp8_e4m3", *stories);
+  REQUIRE_FALSE(narrow.has_value());
+  CHECK(narrow.status().message() ==
+        "--kv-type fp8_e4m3: the model's head_dim 8 is not a multiple of 32 (the block of fp8_e4m3 KV pools); use f32, f16 or bf16");
+}
+
+TEST_CASE("one KV budget holds 256/68 times the blocks in q8_0 or fp8_e4m3 pools as in f32 (34 bytes per 32 elements)") {
+  const auto w = load("models/zoo/llama-f32.gguf");  // 2 layers, 2 KV heads of 32: rows of 64 elements
+  RunnerOptions o;
+  o.max_context = 64;
+  // 16-token blocks over 2 layers, K and V: 16 KiB in f32 (rows of 256 bytes), 4352 bytes in 8 bits (rows of 68).
+  o.kv_cache_bytes = 40 * 16384;
+  for (DType t : {DType::f32, DType::q8_0, DType::fp8_e4m3}) {
+    CAPTURE(name(t));
+    o.kv_type = std::string(name(t));
+    auto rc = open_runner(w, o);
+    REQUIRE_MESSAGE(rc.has_value(), rc.status().message());
+    CHECK(rc->kv->spec().dtype == t);
+    CHECK(rc->kv->spec().num_blocks == (t == DType::f32 ? 40 : 40 * 16384 / 4352));
+    CHECK(rc->kv->bytes() == (uint64_t)rc->kv->spec().num_blocks * (t == DType::f32 ? 16384 : 4352));
+    for (const auto& v : rc->runner->graph().values)
+      if (v.kind == graph::ValueKind::kv_pool) CHECK(v.desc.dtype == t);
+  }
 }
 
 TEST_CASE("one KV budget holds twice the blocks in f16 or bf16 pools as in f32, and the graph's pools are of that type") {

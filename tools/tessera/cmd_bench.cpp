@@ -47,6 +47,8 @@ nlohmann::json to_json(const BenchReport& r) {
       {"host_gap_serial_us", r.host_gap_serial_us},
       {"bytes_per_token", r.bytes_per_token},
       {"kv_type", r.kv_type},
+      {"kv_budget_bytes", r.kv_budget_bytes},
+      {"context_length", r.context_length},
       {"read_GBps", r.read_GBps()},
       {"roof", r.roof},
       {"read_GBps_before", r.read_GBps_before},
@@ -64,6 +66,9 @@ nlohmann::json to_json(const BenchReport& r) {
       {"passes", f.passes},
       {"batch_invariant", f.batch_invariant},
   };
+  j["kv_types"] = nlohmann::json::array();
+  for (const KvTypeFigure& k : r.kv_types)
+    j["kv_types"].push_back({{"type", k.type}, {"bytes_per_token", k.bytes_per_token}, {"full_context_seqs", k.full_context_seqs}});
   if (r.competitor_cpu >= 0) {
     j["decode_tok_s_competing"] = r.decode_tok_s_competing;
     j["competitor_share"] = r.competitor_share;

@@ -6,8 +6,9 @@ namespace tessera::cli {
 
 void add_kv_type_flag(CLI::App& s, std::string& kv_type) {
   s.add_option("--kv-type", kv_type,
-               "KV cache element type: f32, f16 or bf16 (default auto: f32 for a model whose matrices are all f32, else f16)")
-      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
+               "KV cache element type: f32, f16, bf16, q8_0 or fp8_e4m3 (8-bit types: blocks of 32 with an f16 scale, "
+               "head_dim a multiple of 32; default auto: f32 for a model whose matrices are all f32, else f16)")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16", "q8_0", "fp8_e4m3"}));
 }
 
 void ModelFlags::add(CLI::App& s) {
