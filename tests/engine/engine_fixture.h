@@ -26,6 +26,7 @@ struct EngineSetup {
   std::string backend = "cpu";
   int32_t ctx = 0;  // at most this context (0: the model's)
   int32_t kv_blocks = 0;  // KV blocks of 16 tokens; 0: max_num_seqs whole contexts
+  std::string kv_type = "auto";  // --kv-type
   EngineConfig config;
   EngineSetup() { config.scheduler.max_num_seqs = 8; }
 };
@@ -43,6 +44,7 @@ inline TestEngine open_test_engine(const EngineSetup& s) {
   mo.path = shared_file(s.model);
   if (!s.tokenizer.empty()) mo.tokenizer_path = shared_file(s.tokenizer);
   mo.backend = s.backend;
+  mo.kv_type = s.kv_type;
   TestEngine t;
   auto m = load_model_and_tokenizer(mo);
   REQUIRE_MESSAGE(m.has_value(), m.status().message());

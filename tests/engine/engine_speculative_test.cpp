@@ -286,3 +286,44 @@ TEST_CASE("engine speculative: a draft with another vocabulary is refused in one
   CHECK((*h)->wait().sequences.at(0).tokens.size() == 30);
   CHECK(t->metrics().spec_passes == 0);
 }
+
+TEST_CASE("engine speculative: over q8_0 and fp8_e4m3 KV every method gives the plain decode's greedy ids") {
+  // The zoo llama (head_dim 32, random weights), its own q4_0 file as the
+  // draft; the rolled-back positions of an 8-bit pool are rewritten like any other.
+  std::vector<Request> reqs;
+  for (int i = 0; i < 6; ++i) {
+    Request q;
+    q.prompt = {1, 100 + 7 * i, 40 + i, 300 - i};
+    q.max_tokens = 40 + 5 * i;
+    q.sampling.temperature = 0;
+    q.ignore_eos = true;
+    q.detokenize = false;
+    reqs.push_back(q);
+  }
+  for (const char* kv : {"q8_0", "fp8_e4m3"}) {
+    CAPTURE(kv);
+    std::vector<std::vector<int32_t>> plain;
+    for (SpecMethod m : {SpecMethod::none, SpecMethod::draft, SpecMethod::ngram, SpecMethod::jacobi}) {
+      CAPTURE(name(m));
+      EngineSetup s;
+      s.model = "models/zoo/llama-f32.gguf";
+      s.kv_type = kv;
+      s.ctx = 256;
+      if (m != SpecMethod::none) speculate(s, m, 4, false);
+      if (m == SpecMethod::draft) s.config.spec.draft = shared_weights("models/zoo/q-llama-Q4_0-pure.gguf");
+      check_blocks(s);
+      TestEngine t = open_test_engine(s);
+      std::vector<std::shared_ptr<RequestState>> hs;
+      for (const Request& q : reqs) hs.push_back(*t->submit(q));
+      for (size_t i = 0; i < hs.size(); ++i) {
+        const auto& ids = hs[i]->wait().sequences.at(0).tokens;
+        if (m == SpecMethod::none) {
+          plain.push_back(ids);
+        } else {
+          CHECK(ids == plain[i]);
+        }
+      }
+      if (m != SpecMethod::none) CHECK(t->metrics().spec_passes > 0);
+    }
+  }
+}
