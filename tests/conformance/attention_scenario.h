@@ -3,6 +3,7 @@
 // sequences, prefill and decode rows), shared by the attention suites.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -78,5 +79,35 @@ inline constexpr double kAttentionBound = 1e-5;
 
 // The context length the workspace is sized for: the table's reach.
 inline int64_t max_context(const Scenario& sc) { return (int64_t)sc.max_blocks_per_seq * sc.p.block_size; }
+
+// Attention over pools of type t (r.k, r.v: their bytes; r.k_f32, r.v_f32:
+// the values they hold, widened) on every ISA: within kAttentionBound of the
+// reference over the same pools, and bit for bit the CPU's result over the
+// f32 pools, since every stored element widens to f32 exactly.
+template <class Pools>
+void check_pools_as_f32(const Scenario& sc, DType t, const Pools& r) {
+  const size_t out_size = (size_t)(sc.n_tokens * sc.p.n_heads * sc.p.head_dim);
+  std::vector<float> want(out_size);
+  AttentionArgs ra = sc.args(want.data(), nullptr);
+  ra.k_pool = r.k.data();
+  ra.v_pool = r.v.data();
+  ra.kv_dtype = t;
+  ref::paged_attention(ra);
+  for_each_isa([&](cpu::Isa) {
+    AlignedBuffer ws(cpu::attention_workspace_bytes(sc.p, {sc.n_tokens, (int64_t)sc.seqs.size(), max_context(sc), pool().num_threads()}));
+    std::vector<float> got(out_size, -777.0f), as_f32(out_size, -777.0f);
+    AttentionArgs a = ra;
+    a.out = got.data();
+    a.workspace = ws.data();
+    cpu::paged_attention(a, pool());
+    AttentionArgs f = sc.args(as_f32.data(), ws.data());
+    f.k_pool = r.k_f32.data();
+    f.v_pool = r.v_f32.data();
+    cpu::paged_attention(f, pool());
+    CHECK(std::memcmp(got.data(), as_f32.data(), out_size * sizeof(float)) == 0);
+    const double err = rel_error(got, want);
+    CHECK_MESSAGE(err <= kAttentionBound, "relative error " << err);
+  });
+}
 
 }  // namespace tessera::testing

@@ -165,28 +165,7 @@ TEST_CASE("paged attention over q8_0 and fp8_e4m3 pools matches the reference ov
     for (const Scenario& sc : quant_scenarios(rng)) {
       CAPTURE(sc.p.head_dim);
       const QuantPools r = quantize_pools(sc, t);
-      const size_t out_size = (size_t)(sc.n_tokens * sc.p.n_heads * sc.p.head_dim);
-      std::vector<float> want(out_size);
-      AttentionArgs ra = sc.args(want.data(), nullptr);
-      ra.k_pool = r.k.data();
-      ra.v_pool = r.v.data();
-      ra.kv_dtype = t;
-      ref::paged_attention(ra);
-      for_each_isa([&](cpu::Isa) {
-        AlignedBuffer ws(cpu::attention_workspace_bytes(sc.p, {sc.n_tokens, (int64_t)sc.seqs.size(), max_context(sc), pool().num_threads()}));
-        std::vector<float> got(out_size, -777.0f), as_f32(out_size, -777.0f);
-        AttentionArgs a = ra;
-        a.out = got.data();
-        a.workspace = ws.data();
-        cpu::paged_attention(a, pool());
-        AttentionArgs f = sc.args(as_f32.data(), ws.data());
-        f.k_pool = r.k_f32.data();
-        f.v_pool = r.v_f32.data();
-        cpu::paged_attention(f, pool());
-        CHECK(std::memcmp(got.data(), as_f32.data(), out_size * sizeof(float)) == 0);
-        const double err = rel_error(got, want);
-        CHECK_MESSAGE(err <= kAttentionBound, "relative error " << err);
-      });
+      check_pools_as_f32(sc, t, r);
     }
   }
 }
