@@ -369,6 +369,7 @@ void ServingEngine::verify_proposal(const ScheduledSeq& e, const StepResult& res
     if (!result.logits.empty()) v.logits = result.logits.subspan(row * vocab, vocab);
     v.device_token = result.tokens.empty() ? -1 : result.tokens[row];
     if (decided) {
+      if (!proposer_->wants_every_choice()) break;
       // Past the first rejection: the target's greedy outputs are the next
       // Jacobi guesses, nothing more.
       choices_.push_back(v.device_token >= 0 ? v.device_token

@@ -20,6 +20,7 @@ class JacobiProposer final : public Proposer {
   Status propose(std::span<const ProposeItem> items) override;
   void verified(Sequence& s, std::span<const int32_t> choices, int32_t accepted) override;
   bool greedy_only() const override { return true; }
+  bool wants_every_choice() const override { return true; }
 };
 
 }  // namespace tessera

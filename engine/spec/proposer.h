@@ -39,6 +39,9 @@ class Proposer {
   virtual double round_ms() const { return 0; }
   // Only greedy sequences (temperature 0) may be proposed for (Jacobi).
   virtual bool greedy_only() const { return false; }
+  // verified() reads the target's choice at every scored row, past the
+  // first rejection too (Jacobi's next guesses); otherwise only up to it.
+  virtual bool wants_every_choice() const { return false; }
 };
 
 // The proposer the config names; null for SpecMethod::none. `target` (the
