@@ -12,6 +12,7 @@ constexpr std::array<std::string_view, kOpKindCount> kNames = {
     "copy",
     "mul", "silu", "gelu", "bias_add", "elementwise", "matmul_epilogue",
     "head_rms_norm", "scale", "softcap", "gelu_mul",
+    "all_reduce", "all_gather",
 };
 constexpr std::array<std::string_view, kEwOpCount> kEwNames = {"add", "mul", "silu", "gelu", "bias_add", "gelu_f16"};
 }  // namespace

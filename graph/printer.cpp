@@ -43,6 +43,9 @@ struct ParamPrinter {
   }
   std::string operator()(const ScaleParams& p) const { return "{scale=" + fmt_float(p.scale) + "}"; }
   std::string operator()(const SoftcapParams& p) const { return "{cap=" + fmt_float(p.cap) + "}"; }
+  std::string operator()(const AllGatherParams& p) const {
+    return "{total=" + std::to_string(p.total) + ", world=" + std::to_string(p.world) + "}";
+  }
   std::string operator()(const QkvSplitParams& p) const {
     return "{q_rows=" + std::to_string(p.q_rows) + ", kv_rows=" + std::to_string(p.kv_rows) + "}";
   }
