@@ -119,6 +119,14 @@ std::string print(const Graph& g) {
       attrs.push_back(pack + ")");
     }
     if (v.layout != WeightLayout::rows) attrs.push_back("layout=" + std::string(name(v.layout)));
+    if (v.shard) {
+      const WeightShard& sh = *v.shard;
+      std::string a = std::string("shard=") + (sh.axis == WeightShard::Axis::rows ? "rows " : "cols ") + std::to_string(sh.rank) +
+                      "/" + std::to_string(sh.world);
+      for (size_t k = 0; k < sh.parts.size(); ++k) a += (k ? "+" : " of ") + std::to_string(sh.parts[k]);
+      if (!sh.source.empty()) a += " from \"" + sh.source + "\"";
+      attrs.push_back(a);
+    }
     for (size_t k = 0; k < attrs.size(); ++k) os << (k ? ", " : " {") << attrs[k];
     if (!attrs.empty()) os << "}";
     if (v.rope_table) {

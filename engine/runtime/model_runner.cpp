@@ -63,6 +63,12 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
     return invalid_argument("--ctx: " + std::to_string(ctx) + " exceeds the model's context length " + std::to_string(c.context_length));
   const int32_t blocks_per_seq = (ctx + o.block_size - 1) / o.block_size;
   std::unique_ptr<ModelRunner> r(new ModelRunner(std::move(weights), o));
+  if (o.tensor_parallel.size > 1) {
+    TS_ASSIGN_OR_RETURN(r->tp_, resolve_group(o.tensor_parallel));
+    r->leader_ = r->tp_.group->rank() == 0;
+    // The followers open a runner like this one: from here on every rank takes the same steps.
+    if (r->leader_) TS_TRY(send_control(*r->tp_.group, ControlKind::open, encode_open(o)));
+  }
   r->max_context_ = ctx;
   r->max_blocks_per_seq_ = blocks_per_seq;
   r->options_.max_prefill_tokens = std::min(o.max_prefill_tokens, ctx);
@@ -75,7 +81,9 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   r->devices_.push_back(std::move(primary));
   TS_ASSIGN_OR_RETURN(const DType kv_dtype, resolve_kv_type(o.kv_type, *r->weights_, &r->devices_[0].device->kernels()));
   // One block of every layer's K and V pools, in the pools' element type.
-  const uint64_t bytes_per_block = 2ull * (uint64_t)c.n_layers * (uint64_t)o.block_size * bytes_for(kv_dtype, c.kv_dim());
+  // A tensor-parallel rank holds its share of the KV heads; the budget is each rank's.
+  const int64_t kv_width = c.kv_dim() / std::max(1, o.tensor_parallel.size);
+  const uint64_t bytes_per_block = 2ull * (uint64_t)c.n_layers * (uint64_t)o.block_size * bytes_for(kv_dtype, kv_width);
   uint64_t budget = o.kv_cache_bytes;
   if (budget == 0 && o.kv_memory_fraction != 0) {
     const uint64_t cap = 2ull * (uint64_t)o.max_seqs * (uint64_t)blocks_per_seq * bytes_per_block;
@@ -87,6 +95,11 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
                                 " MiB: nothing is left for the KV cache (give --kv-cache-memory)");
   }
   TS_ASSIGN_OR_RETURN(r->kv_spec_, size_kv_cache({budget, bytes_per_block, o.block_size, blocks_per_seq, o.max_seqs, 0, kv_dtype}));
+  // The leader's block tables index every rank's pools: all ranks take the smallest count any can hold.
+  if (r->tp_.group) {
+    TS_ASSIGN_OR_RETURN(const int64_t blocks, r->tp_.group->min(r->kv_spec_.num_blocks));
+    r->kv_spec_.num_blocks = (int32_t)blocks;
+  }
   TS_ASSIGN_OR_RETURN(r->graph_, build_model_graph(*r->weights_,
                                                    KvLayout{r->kv_spec_.num_blocks, r->kv_spec_.block_size, kv_dtype},
                                                    ModelGraphOptions{o.sample_on_device}));
@@ -98,6 +111,7 @@ ModelRunner::~ModelRunner() {
   // Work still queued reads the plans' buffers: let it finish before they go.
   for (DeviceSlot& d : devices_)
     if (d.stream) (void)d.stream->synchronize();
+  if (leader_) (void)send_control(*tp_.group, ControlKind::close);
 }
 
 Status ModelRunner::synchronize() {
@@ -137,6 +151,16 @@ Status ModelRunner::place_and_bind() {
   ctx.max_positions = max_context_;  // the rows of the folded RoPE tables
   ctx.batch_invariant = o.batch_invariant;
   TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));
+  if (o.tensor_parallel.size > 1) {
+    ctx.tp_rank = tp_.group->rank();
+    ctx.tp_size = o.tensor_parallel.size;
+    // The split comes first, on the builder's graph; the shards are cut before
+    // the other passes pack and reorder them as they would a smaller model's.
+    auto tp_pass = std::find_if(pipeline.begin(), pipeline.end(), [](const graph::PassInfo* p) { return std::string(p->name) == "tensor_parallel"; });
+    if (tp_pass != pipeline.end()) pipeline.erase(tp_pass);
+    TS_TRY(graph::run_pipeline(graph_, {graph::find_pass("tensor_parallel")}, ctx));
+    TS_TRY(cut_shards());
+  }
   TS_TRY(graph::run_pipeline(graph_, pipeline, ctx));
 
   // Never silently: what runs off the asked-for device is reported once,
@@ -201,6 +225,7 @@ Status ModelRunner::place_and_bind() {
     }
   }
 
+  TS_TRY(use_communicators());
   TS_TRY(make_weights());
   // Weights are imported once per device that reads them; every bucket's plan
   // binds the same buffers (the KV pools come with the cache: attach).
@@ -215,6 +240,87 @@ Status ModelRunner::place_and_bind() {
         if (!t) return internal_error("weight '" + v.name + "' is not in the model");
         TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(t->data));
       }
+    }
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// `t`'s bytes for shard `sh` of a value shaped `shape`: its rows (each part's
+// range) or its columns (each row's range, whole blocks).
+std::vector<std::byte> cut_shard(const WeightTensor& t, const graph::WeightShard& sh, const Shape& shape) {
+  const DType dt = t.desc.dtype;
+  const int64_t cols = t.desc.shape.rank == 1 ? 1 : t.desc.shape[1];
+  const uint64_t row_bytes = t.desc.shape.rank == 1 ? bytes_for(dt, 1) : bytes_for(dt, cols);
+  std::vector<std::byte> out;
+  if (sh.axis == graph::WeightShard::Axis::rows) {
+    const std::vector<int64_t> parts = sh.parts.empty() ? std::vector<int64_t>{t.desc.shape[0]} : sh.parts;
+    int64_t base = 0;
+    for (int64_t p : parts) {
+      const ShardRange r = shard_range(p, sh.world, sh.rank);
+      const std::byte* from = t.data.data() + (base + r.begin) * row_bytes;
+      out.insert(out.end(), from, from + r.size() * row_bytes);
+      base += p;
+    }
+    return out;
+  }
+  const ShardRange r = shard_range(cols, sh.world, sh.rank);
+  const uint64_t skip = bytes_for(dt, r.begin), take = bytes_for(dt, r.size());
+  out.resize((size_t)(shape[0] * take));
+  for (int64_t row = 0; row < shape[0]; ++row)
+    std::memcpy(out.data() + row * take, t.data.data() + row * row_bytes + skip, take);
+  return out;
+}
+
+}  // namespace
+
+Status ModelRunner::cut_shards() {
+  struct Cut {
+    std::shared_ptr<const void> base;  // the model's own storage, still read by the weights left whole
+    std::vector<std::vector<std::byte>> shards;
+  };
+  auto cut = std::make_shared<Cut>();
+  cut->base = weights_->storage;
+  auto view = std::make_shared<ModelWeights>(*weights_);
+  for (const graph::Value& v : graph_.values) {
+    if (!v.shard) continue;
+    const std::string& source = v.shard->source.empty() ? v.name : v.shard->source;
+    const WeightTensor* t = weights_->find(source);
+    if (!t) return internal_error("tensor parallel: weight '" + source + "' is not in the model");
+    std::vector<std::byte> bytes = cut_shard(*t, *v.shard, v.desc.shape);
+    if (bytes.size() != v.desc.bytes()) return internal_error(v.name + ": its shard has " + std::to_string(bytes.size()) + " bytes, not " + std::to_string(v.desc.bytes()));
+    WeightTensor shard{v.name, v.desc, {}};
+    cut->shards.push_back(std::move(bytes));
+    shard.data = cut->shards.back();
+    auto it = std::find_if(view->tensors.begin(), view->tensors.end(), [&](const WeightTensor& w) { return w.name == v.name; });
+    if (it != view->tensors.end()) *it = shard;
+    else view->tensors.push_back(shard);
+    if (source == v.name) weights_->release_copied(t->data);
+  }
+  view->storage = cut;
+  weights_ = std::move(view);
+  return Status::ok();
+}
+
+// Each device that runs a collective gets its communicator: the target's
+// own where its backend has one (NCCL, RCCL), the CPU's (MPI) on the CPU.
+Status ModelRunner::use_communicators() {
+  if (!tp_.group) return Status::ok();
+  for (DeviceSlot& slot : devices_) {
+    const bool runs_collectives = std::any_of(parts_.begin(), parts_.end(), [&](const graph::GraphPart& p) {
+      return p.device == slot.id && std::any_of(p.graph.nodes.begin(), p.graph.nodes.end(), [](const graph::Node& n) {
+               return n.op == OpKind::all_reduce || n.op == OpKind::all_gather;
+             });
+    });
+    if (!runs_collectives) continue;
+    auto own = slot.device->create_communicator(*tp_.group);
+    if (own) {
+      TS_TRY(slot.device->use_communicator(*own));
+    } else if (slot.id.backend == "cpu") {
+      TS_TRY(slot.device->use_communicator(tp_.host_comm));
+    } else {
+      return own.status().with_context("--tensor-parallel: " + slot.id.to_string());
     }
   }
   return Status::ok();
@@ -567,6 +673,15 @@ Expected<StepTicket> ModelRunner::submit(const StepRequest& request) {
   if (args.seq_lens && args.n_seqs > 0 && args.n_seqs <= options_.max_seqs)
     for (int32_t s = 0; s < args.n_seqs; ++s) context = std::max(context, args.seq_lens[s]);
   context = std::min(context, max_context_);  // a longer one is refused by the step checks, naming it
+  // Every rank runs the step: the followers get it first (they check it as this rank does).
+  if (leader_) {
+    const bool present = args.n_tokens >= 0 && args.n_seqs >= 0 && args.n_logit_rows >= 0 && args.n_seqs <= options_.max_seqs &&
+                         (args.n_tokens == 0 || (args.token_ids && args.positions && args.slot_mapping)) && args.query_start &&
+                         (args.n_seqs == 0 || (args.seq_lens && args.block_tables)) && (args.n_logit_rows == 0 || args.logit_rows);
+    if (!present) return invalid_argument("step: an array the step's counts call for is missing, or more sequences than the runner takes");
+    encode_step(args, max_blocks_per_seq_, request.block_copies, (int32_t)request.outputs, step_wire_);
+    TS_TRY(send_control(*tp_.group, ControlKind::step, step_wire_));
+  }
   TS_ASSIGN_OR_RETURN(BucketProgram * prog, program_for(args.n_tokens, context));
   // Block tables arrive max_blocks_per_seq_ apart; a context bucket's plan takes them at its own stride.
   StepArgs a = args;

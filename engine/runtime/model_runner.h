@@ -24,6 +24,7 @@
 #include "core/hal/backend.h"
 #include "core/huge_pages.h"
 #include "core/status.h"
+#include "engine/dist/parallel.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/model_weights.h"
 #include "engine/runtime/model_graph.h"
@@ -75,6 +76,8 @@ struct RunnerOptions {
   // --batch-invariant: kernels whose rows never depend on the step's other
   // rows, bucket or decode/prefill path, where the defaults' do (docs/backends.md, "Batch invariance").
   bool batch_invariant = false;
+  // --tensor-parallel: this runner is one rank's part of the model (engine/dist/parallel.h).
+  TensorParallel tensor_parallel;
   static constexpr int32_t kDefaultContextCap = 4096;
 };
 
@@ -201,6 +204,10 @@ class ModelRunner {
 
   ModelRunner(std::shared_ptr<const ModelWeights> w, const RunnerOptions& o) : weights_(std::move(w)), options_(o) {}
   Status place_and_bind();
+  // The weights the tensor_parallel pass sharded, cut into memory of their own
+  // and seen under their names from then on (weights_ becomes a view with them).
+  Status cut_shards();
+  Status use_communicators();
   Status make_weights();
   Status make_weight(const graph::Value& v, std::span<std::byte> out) const;
   Status compile_buckets();
@@ -236,6 +243,11 @@ class ModelRunner {
   std::map<std::string, std::span<const std::byte>> made_;
   std::vector<std::byte> staging_;            // transfers between two devices without host memory
   std::vector<int32_t> block_table_scratch_;  // block tables at a context bucket's row stride
+  // Tensor parallelism: the ranks' group; the leader (rank 0) sends every
+  // step to the others before running it (engine/dist/parallel.h).
+  ResolvedGroup tp_;
+  bool leader_ = false;
+  std::vector<std::byte> step_wire_;
 };
 
 // The KV budget RunnerOptions::kv_memory_fraction gives on `device` for

@@ -51,6 +51,10 @@ struct ModelOptions {
   // backends and dtypes where the default kernels do not already promise
   // that (docs/backends.md, "Batch invariance").
   bool batch_invariant = false;
+  // --tensor-parallel N: the model split over the N ranks `mpirun -np N`
+  // started (docs/parallelism.md); rank 0 runs the command, the others
+  // follow it (follow_rank0). 1: one process.
+  int32_t tensor_parallel = 1;
 };
 
 class Model;
@@ -129,6 +133,14 @@ struct BackendReport {
   std::string why_none;  // when devices is empty
 };
 TESSERA_API std::vector<BackendReport> list_devices();
+
+// Multi-rank runs (docs/parallelism.md). This process's rank among those
+// mpirun started (0 without mpirun), read from mpirun's environment.
+TESSERA_API int launched_rank();
+// What a rank other than 0 runs instead of its command: it opens each runner
+// rank 0 opens, runs its steps on its part of the model, and returns when
+// rank 0 leaves (its process ends). An error is one this rank met.
+TESSERA_API Status follow_rank0();
 // Bytes of memory free now on device `index` of `backend` (it opens the
 // device to ask; docs/backends.md says how each backend measures).
 TESSERA_API Expected<uint64_t> free_device_memory(const std::string& backend, int index);
