@@ -47,6 +47,10 @@ struct WeightShard {
   // The model tensor it is cut from; empty: the value's own name (a tied
   // classifier is cut from token_embd.weight).
   std::string source;
+  // A row-parallel weight whose blocks straddle the ranks' column ranges (a
+  // K-quant's 256 columns split at 128): the rank's columns are held
+  // dequantized to f32, exactly the values the blocks hold.
+  bool widened = false;
 };
 
 struct Value {

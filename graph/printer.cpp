@@ -125,6 +125,7 @@ std::string print(const Graph& g) {
                       "/" + std::to_string(sh.world);
       for (size_t k = 0; k < sh.parts.size(); ++k) a += (k ? "+" : " of ") + std::to_string(sh.parts[k]);
       if (!sh.source.empty()) a += " from \"" + sh.source + "\"";
+      if (sh.widened) a += " widened";
       attrs.push_back(a);
     }
     for (size_t k = 0; k < attrs.size(); ++k) os << (k ? ", " : " {") << attrs[k];

@@ -36,12 +36,18 @@ Status follow_rank0() {
   TensorParallel world;
   world.size = mpi::launched_size();
   TS_ASSIGN_OR_RETURN(ResolvedGroup g, resolve_group(world));
+  return follow_leader(g);
+}
+
+Status follow_leader(const ResolvedGroup& g) {
   for (;;) {
     TS_ASSIGN_OR_RETURN(ControlMessage m, receive_control(*g.group));
     if (m.kind == ControlKind::leave) return Status::ok();
     if (m.kind != ControlKind::open)
       return internal_error("tensor parallel: rank 0 sent a control message of kind " + std::to_string((int)m.kind) + " outside a runner");
     TS_ASSIGN_OR_RETURN(RunnerOptions o, decode_open(m.payload));
+    o.tensor_parallel.group = g.group;
+    o.tensor_parallel.host_comm = g.host_comm;
     TS_TRY(follow_runner(o, *g.group).with_context("rank " + std::to_string(g.group->rank())));
   }
 }

@@ -9,6 +9,7 @@
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
 #include "graph/constants.h"
+#include "core/quant.h"
 #include "core/weight_layout.h"
 #include "engine/kv/kv_type.h"
 #include "graph/lower.h"
@@ -266,6 +267,15 @@ std::vector<std::byte> cut_shard(const WeightTensor& t, const graph::WeightShard
     return out;
   }
   const ShardRange r = shard_range(cols, sh.world, sh.rank);
+  if (sh.widened) {
+    std::vector<float> row_values((size_t)cols);
+    out.resize((size_t)(shape[0] * r.size()) * sizeof(float));
+    for (int64_t row = 0; row < shape[0]; ++row) {
+      dequantize_row(dt, t.data.data() + row * row_bytes, row_values.data(), cols);
+      std::memcpy(out.data() + (size_t)(row * r.size()) * sizeof(float), row_values.data() + r.begin, (size_t)r.size() * sizeof(float));
+    }
+    return out;
+  }
   const uint64_t skip = bytes_for(dt, r.begin), take = bytes_for(dt, r.size());
   out.resize((size_t)(shape[0] * take));
   for (int64_t row = 0; row < shape[0]; ++row)
@@ -283,6 +293,8 @@ Status ModelRunner::cut_shards() {
   auto cut = std::make_shared<Cut>();
   cut->base = weights_->storage;
   auto view = std::make_shared<ModelWeights>(*weights_);
+  size_t widened = 0;
+  std::string first_widened;
   for (const graph::Value& v : graph_.values) {
     if (!v.shard) continue;
     const std::string& source = v.shard->source.empty() ? v.name : v.shard->source;
@@ -297,7 +309,16 @@ Status ModelRunner::cut_shards() {
     if (it != view->tensors.end()) *it = shard;
     else view->tensors.push_back(shard);
     if (source == v.name) weights_->release_copied(t->data);
+    if (v.shard->widened) ++widened;
+    if (v.shard->widened && first_widened.empty())
+      first_widened = v.name + " (" + std::string(name(t->desc.dtype)) + ", blocks of " + std::to_string(traits(t->desc.dtype).block_elems) +
+                      " columns)";
   }
+  // Never silently: a weight held wider than the file's type costs memory and bandwidth.
+  if (widened)
+    placement_notes_.push_back("--tensor-parallel " + std::to_string(options_.tensor_parallel.size) + ": " + first_widened +
+                               " is held as f32 on each rank: a rank's columns are not whole blocks" +
+                               (widened > 1 ? " (and " + std::to_string(widened - 1) + " more weights like it)" : ""));
   view->storage = cut;
   weights_ = std::move(view);
   return Status::ok();

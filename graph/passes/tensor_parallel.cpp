@@ -62,7 +62,7 @@ Status shard_rows(Graph& g, ValueId id, std::vector<int64_t> parts, const PassCo
     TS_TRY(divides(p, ctx.tp_size, w.name + "'s rows", ctx));
     rows += p / ctx.tp_size;
   }
-  w.shard = WeightShard{WeightShard::Axis::rows, ctx.tp_rank, ctx.tp_size, parts.size() > 1 ? parts : std::vector<int64_t>{}, ""};
+  w.shard = WeightShard{WeightShard::Axis::rows, ctx.tp_rank, ctx.tp_size, parts.size() > 1 ? parts : std::vector<int64_t>{}, "", false};
   Shape s = w.desc.shape;
   s[0] = rows;
   w.desc = TensorDesc::contiguous(w.desc.dtype, s);
@@ -74,12 +74,11 @@ Status shard_cols(Graph& g, ValueId id, const PassContext& ctx) {
   Value& w = g.value(id);
   const int64_t k = w.desc.shape[1];
   TS_TRY(divides(k, ctx.tp_size, w.name + "'s columns", ctx));
-  if (!is_whole_blocks(w.desc.dtype, k / ctx.tp_size))
-    return invalid_argument(rank_of(ctx) + ": " + w.name + " is " + std::string(name(w.desc.dtype)) + " in blocks of " +
-                            std::to_string(traits(w.desc.dtype).block_elems) + " columns; a rank's " + std::to_string(k / ctx.tp_size) +
-                            " of its " + std::to_string(k) + " columns are not whole blocks");
-  w.shard = WeightShard{WeightShard::Axis::cols, ctx.tp_rank, ctx.tp_size, {}, ""};
-  w.desc = TensorDesc::contiguous(w.desc.dtype, Shape{w.desc.shape[0], k / ctx.tp_size});
+  // Columns that are not whole blocks of the weight's type are held as the
+  // f32 values the blocks decode to (the runner reports each such weight).
+  const bool widened = !is_whole_blocks(w.desc.dtype, k / ctx.tp_size);
+  w.shard = WeightShard{WeightShard::Axis::cols, ctx.tp_rank, ctx.tp_size, {}, "", widened};
+  w.desc = TensorDesc::contiguous(widened ? DType::f32 : w.desc.dtype, Shape{w.desc.shape[0], k / ctx.tp_size});
   return Status::ok();
 }
 
@@ -89,7 +88,7 @@ Status shard_cols(Graph& g, ValueId id, const PassContext& ctx) {
 ValueId shard_vocabulary(Graph& g, ValueId id, const PassContext& ctx) {
   Value w = g.value(id);
   const ShardRange r = shard_range(w.desc.shape[0], ctx.tp_size, ctx.tp_rank);
-  w.shard = WeightShard{WeightShard::Axis::rows, ctx.tp_rank, ctx.tp_size, {}, w.name == "output.weight" ? "" : w.name};
+  w.shard = WeightShard{WeightShard::Axis::rows, ctx.tp_rank, ctx.tp_size, {}, w.name == "output.weight" ? "" : w.name, false};
   w.name = "output.weight";
   w.desc = TensorDesc::contiguous(w.desc.dtype, Shape{r.size(), w.desc.shape[1]});
   w.producer = -1;

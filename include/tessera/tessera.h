@@ -58,6 +58,7 @@ struct ModelOptions {
 };
 
 class Model;
+struct RunnerOptions;  // the library's own (engine/runtime/model_runner.h)
 
 // A generation session over one sequence of a Model.
 class TESSERA_API Generation {
@@ -122,6 +123,8 @@ class TESSERA_API Model {
   Impl& impl() { return *impl_; }  // the library's own tests reach the runtime through it
 
  private:
+  // The library's own: a model opened with runner options the public ones do not reach (engine/api/model_impl.h).
+  friend Expected<std::unique_ptr<Model>> open_model(const ModelOptions& o, const RunnerOptions& ro);
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
