@@ -40,21 +40,29 @@ Expected<ncclDataType_t> nccl_type(DType t) {
 
 Expected<std::shared_ptr<GpuCommunicator>> GpuCommunicator::create(std::shared_ptr<GpuContext> ctx, HostGroup& group) {
   const int rank = group.rank(), size = group.size();
-  // What this rank can do alone: load the library and select its device.
+  std::shared_ptr<GpuCommunicator> c(new GpuCommunicator(ctx));
+  c->rank_ = rank;
+  c->size_ = size;
+  // What this rank can do alone: load the library, select its device, make its stream.
   Expected<const NcclApi*> api = nccl_api();
   Status local = api.has_value() ? ctx->make_current() : api.status();
+  if (local.is_ok()) {
+    c->api_ = *api;
+    const gpuError_t e = gpuStreamCreateWithFlags(&c->own_stream_, gpuStreamNonBlocking);
+    if (e != gpuSuccess) local = gpu_failed("gpuStreamCreateWithFlags", e);
+  }
   // Rank 0's unique id behind a byte saying it has one. A rank that cannot
   // join still broadcasts and agrees below, so that no other rank waits for
   // it in ncclCommInitRank.
   std::array<std::byte, 1 + sizeof(ncclUniqueId)> message{};
   if (rank == 0 && local.is_ok()) {
     ncclUniqueId id;
-    const ncclResult_t r = (*api)->get_unique_id(&id);
+    const ncclResult_t r = c->api_->get_unique_id(&id);
     if (r == ncclSuccess) {
       message[0] = std::byte{1};
       std::memcpy(message.data() + 1, &id, sizeof id);
     } else {
-      local = nccl_failed(**api, "ncclGetUniqueId", r, nullptr);
+      local = nccl_failed(*c->api_, "ncclGetUniqueId", r, nullptr);
     }
   }
   TS_TRY(group.broadcast(message, 0));
@@ -64,17 +72,11 @@ Expected<std::shared_ptr<GpuCommunicator>> GpuCommunicator::create(std::shared_p
     return unsupported(std::string(TESSERA_GPU_BACKEND ": rank ") + std::to_string(rank) + ": " +
                        (message[0] == std::byte{1} ? "another rank" : "rank 0") +
                        " could not join the " TESSERA_GPU_COLLECTIVES " communicator (that rank's own error says why)");
-
-  std::shared_ptr<GpuCommunicator> c(new GpuCommunicator(ctx));
-  c->api_ = *api;
-  c->rank_ = rank;
-  c->size_ = size;
 #if defined(TESSERA_GPU_HIP)
   c->capturable_ = false;
 #else
   c->capturable_ = c->api_->version >= 20900;  // NCCL 2.9: collectives in CUDA graphs
 #endif
-  TS_GPU_TRY(gpuStreamCreateWithFlags(&c->own_stream_, gpuStreamNonBlocking));
   ncclUniqueId id;
   std::memcpy(&id, message.data() + 1, sizeof id);
   ncclComm_t comm = nullptr;
@@ -96,7 +98,8 @@ GpuCommunicator::~GpuCommunicator() {
 // so that the first graph capture records collectives rather than making
 // connections, and a communicator that cannot move data fails here.
 Status GpuCommunicator::warm_up() {
-  const size_t floats = 2 * (size_t)size_ + 2;
+  // Two floats to send, then room for every rank's (the unequal gather's rank 0 sends two).
+  const size_t floats = 2 + (size_t)size_ + 1;
   void* p = nullptr;
   TS_GPU_TRY(gpuMalloc(&p, floats * 4));
   const Status s = [&]() -> Status {
@@ -104,9 +107,9 @@ Status GpuCommunicator::warm_up() {
     TS_GPU_TRY(gpuMemsetAsync(x, 0, floats * 4, own_stream_));
     TS_TRY(all_reduce_sum_on(x, x, 1, DType::f32, own_stream_));
     std::vector<size_t> counts((size_t)size_, 1);
-    TS_TRY(all_gather_on(x, x + 1, counts, DType::f32, own_stream_));
+    TS_TRY(all_gather_on(x, x + 2, counts, DType::f32, own_stream_));
     counts[0] = 2;  // unequal: the grouped broadcasts
-    TS_TRY(all_gather_on(x, x + 1, counts, DType::f32, own_stream_));
+    TS_TRY(all_gather_on(x, x + 2, counts, DType::f32, own_stream_));
     return finish(own_stream_, true);
   }();
   (void)gpuStreamSynchronize(own_stream_);
