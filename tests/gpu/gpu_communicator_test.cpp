@@ -27,47 +27,6 @@ using namespace tessera::testing;
 
 namespace {
 
-#if defined(TESSERA_CUDA_NCCL_BUILT)
-constexpr bool kCudaNccl = true;
-#else
-constexpr bool kCudaNccl = false;
-#endif
-#if defined(TESSERA_ROCM_RCCL_BUILT)
-constexpr bool kRocmRccl = true;
-#else
-constexpr bool kRocmRccl = false;
-#endif
-
-// `name`'s plugin built with `library`, and `devices` GPUs of it.
-Requirement gpus_with(const std::string& name, bool built, bool with_library, const std::string& library, int devices) {
-  Requirement r{"the " + name + " " + library + " tests on " + std::to_string(devices) + " device" + (devices > 1 ? "s" : ""), ""};
-  if (!built) return {r.what, plugin_built(name, built).missing};
-  if (!with_library) return {r.what, "the " + name + " plugin was built without " + library + " (its header was not found at configure)"};
-  Backend* b = load_backend(name);
-  if (!b) return r;  // built but not loaded: the cases run and fail
-  const size_t found = b->enumerate().size();
-  if (found == 0) r.missing = "no " + name + " device (" + b->why_none() + ")";
-  else if (found < (size_t)devices) r.missing = "they need " + std::to_string(devices) + " " + name + " devices; this machine has " + std::to_string(found);
-  return r;
-}
-
-const Requirement& cuda_one_gpu_nccl() {
-  static const Requirement r = announce(gpus_with("cuda", kCudaBuilt, kCudaNccl, "nccl", 1));
-  return r;
-}
-const Requirement& cuda_two_gpus_nccl() {
-  static const Requirement r = announce(gpus_with("cuda", kCudaBuilt, kCudaNccl, "nccl", 2));
-  return r;
-}
-const Requirement& rocm_one_gpu_rccl() {
-  static const Requirement r = announce(gpus_with("rocm", kRocmBuilt, kRocmRccl, "rccl", 1));
-  return r;
-}
-const Requirement& rocm_two_gpus_rccl() {
-  static const Requirement r = announce(gpus_with("rocm", kRocmBuilt, kRocmRccl, "rccl", 2));
-  return r;
-}
-
 // A plan of one all_reduce (x[T, D] -> arena) and one all_gather (this
 // rank's columns [T, C_r] -> [T, total] in the arena after it).
 struct CollectiveCase {
@@ -259,21 +218,21 @@ void check_one_rank(const std::string& name, const std::string& library) {
 }  // namespace
 
 TEST_CASE("cuda: NCCL all_reduce and all_gather nodes (equal and unequal shares, graph and direct) match the host's sums across every GPU, one rank per thread" *
-          needs(cuda_two_gpus_nccl())) {
+          needs(cuda_nccl_gpus(2))) {
   check_collectives("cuda", "nccl");
 }
 
 TEST_CASE("rocm: RCCL all_reduce and all_gather nodes (equal and unequal shares, graph and direct) match the host's sums across every GPU, one rank per thread" *
-          needs(rocm_two_gpus_rccl())) {
+          needs(rocm_rccl_gpus(2))) {
   check_collectives("rocm", "rccl");
 }
 
 TEST_CASE("cuda: a one-rank NCCL communicator is made and used, another kind is refused, and without one the table refuses collectives" *
-          needs(cuda_one_gpu_nccl())) {
+          needs(cuda_nccl_gpus(1))) {
   check_one_rank("cuda", "nccl");
 }
 
 TEST_CASE("rocm: a one-rank RCCL communicator is made and used, another kind is refused, and without one the table refuses collectives" *
-          needs(rocm_one_gpu_rccl())) {
+          needs(rocm_rccl_gpus(1))) {
   check_one_rank("rocm", "rccl");
 }
