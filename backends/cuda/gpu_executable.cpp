@@ -116,6 +116,13 @@ Status GpuExecutable::bind_dispatches() {
       if (p.world != comm_->size())
         return invalid_argument(std::string(TESSERA_GPU_BACKEND ": ") + d.label + " gathers over " + std::to_string(p.world) +
                                 " ranks; the communicator has " + std::to_string(comm_->size()));
+      // The count each rank sends is its share's: an input of another width would read past it or leave some unsent.
+      const int64_t share = shard_range(p.total, p.world, comm_->rank()).size();
+      if (d.inputs[0].desc.shape.last() != share || d.outputs[0].desc.shape.last() != p.total)
+        return invalid_argument(std::string(TESSERA_GPU_BACKEND ": ") + d.label + ": rank " + std::to_string(comm_->rank()) +
+                                " gathers " + std::to_string(d.inputs[0].desc.shape.last()) + " columns into " +
+                                std::to_string(d.outputs[0].desc.shape.last()) + "; its share of " + std::to_string(p.total) +
+                                " is " + std::to_string(share));
       gathered = std::max<uint64_t>(gathered, (uint64_t)(max_rows * p.total) * 4);
       gather_counts_.resize((size_t)p.world);
     }
