@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "gpu/gpu_requirements.h"
-#include "support/in_process_group.h"
+#include "support/thread_group.h"
 #include "support/random.h"
 
 using namespace tessera;

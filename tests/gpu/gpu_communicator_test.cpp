@@ -1,6 +1,6 @@
 // The CUDA and ROCm plugins' communicators (NCCL, RCCL) across this
 // machine's GPUs: one rank per thread, device r for rank r, each rank's
-// HostGroup an in-process channel (support/in_process_group.h) where a
+// HostGroup an in-process channel (support/thread_group.h) where a
 // deployment has MPI. Every rank runs a plan of an all_reduce and an
 // all_gather node, as a tensor-parallel step does, through its executable
 // (captured into the step's graph for a small bucket, launched one by one for
@@ -19,7 +19,7 @@
 
 #include "core/hal/plan.h"
 #include "gpu/gpu_requirements.h"
-#include "support/in_process_group.h"
+#include "support/thread_group.h"
 #include "support/random.h"
 
 using namespace tessera;

@@ -5,7 +5,10 @@
 // collective is two barriers: all ranks post their buffers, each computes its
 // result from all of them, then all wait until everyone has read before any
 // writes in place or posts the next.
+#include <algorithm>
 #include <barrier>
+#include <span>
+#include <string>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -43,6 +46,7 @@ class ThreadGroup final : public HostGroup {
   int rank() const override { return rank_; }
   int size() const override { return w_->size(); }
   Status broadcast(std::span<std::byte> bytes, int root) override {
+    if (root < 0 || root >= size()) return invalid_argument("threads: broadcast from rank " + std::to_string(root));
     w_->collective(rank_, bytes.data(), bytes.size(), [&](const auto& posted, const auto&) {
       if (rank_ != root) std::memcpy(bytes.data(), posted[(size_t)root], bytes.size());
     });
@@ -97,5 +101,17 @@ class ThreadCommunicator final : public Communicator {
   int rank_;
   std::vector<float> sum_;
 };
+
+}  // namespace tessera::testing
+
+namespace tessera::testing {
+
+// One HostGroup per rank over one world: hand group r to the thread of rank r.
+inline std::vector<std::unique_ptr<ThreadGroup>> in_process_groups(int size) {
+  auto world = std::make_shared<ThreadWorld>(size);
+  std::vector<std::unique_ptr<ThreadGroup>> groups;
+  for (int r = 0; r < size; ++r) groups.push_back(std::make_unique<ThreadGroup>(world, r));
+  return groups;
+}
 
 }  // namespace tessera::testing
