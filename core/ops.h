@@ -59,8 +59,12 @@ enum class OpKind : uint8_t {
   // inserted by graph/passes/tensor_parallel; every rank runs the same ones in the same order.
   all_reduce,       // (x[T, D]) -> the sum of every rank's x, f32
   all_gather,       // (x[R, C_rank]) -> [R, total]: the ranks' columns side by side (AllGatherParams), f32
+  // A pipeline stage's ends (graph/passes/pipeline_parallel): the rows it
+  // hands to the next stage's rank, and those it takes from the previous one.
+  send,             // (x[T, D]) -> x, after sending it to rank `peer` (PeerParams), f32
+  recv,             // (positions:i32[T]) -> f32[T, cols], received from rank `peer` (PeerParams); positions give the rows
 };
-inline constexpr int kOpKindCount = 30;
+inline constexpr int kOpKindCount = 32;
 
 std::string_view name(OpKind op);
 std::optional<OpKind> op_from_name(std::string_view name);
@@ -151,6 +155,12 @@ struct AllGatherParams {
   int32_t world = 1;
 };
 
+// send and recv: the other rank; recv's row width.
+struct PeerParams {
+  int32_t peer = 0;
+  int32_t cols = 0;
+};
+
 // The part [begin, end) of `total` rows or columns rank `rank` of `world`
 // holds: as even as integers allow, earlier ranks never larger.
 struct ShardRange {
@@ -218,7 +228,7 @@ struct ElementwiseProgram {
 };
 
 using OpParams = std::variant<NoParams, RmsNormParams, RopeParams, KvCacheParams, AttentionParams, QkvSplitParams,
-                              RopeKvAppendParams, ElementwiseProgram, ScaleParams, SoftcapParams, AllGatherParams>;
+                              RopeKvAppendParams, ElementwiseProgram, ScaleParams, SoftcapParams, AllGatherParams, PeerParams>;
 
 // The input a node's output shares storage with (it updates that buffer in
 // place, e.g. kv_append's pools), or -1.

@@ -43,6 +43,9 @@ struct ParamPrinter {
   }
   std::string operator()(const ScaleParams& p) const { return "{scale=" + fmt_float(p.scale) + "}"; }
   std::string operator()(const SoftcapParams& p) const { return "{cap=" + fmt_float(p.cap) + "}"; }
+  std::string operator()(const PeerParams& p) const {
+    return "{peer=" + std::to_string(p.peer) + (p.cols ? ", cols=" + std::to_string(p.cols) : std::string()) + "}";
+  }
   std::string operator()(const AllGatherParams& p) const {
     return "{total=" + std::to_string(p.total) + ", world=" + std::to_string(p.world) + "}";
   }

@@ -91,7 +91,7 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
                                       p, {max_rows, plan.bucket.max_seqs, max_context * p.block_size, pool.num_threads()}));
       exe->kv_slots_ = std::min(exe->kv_slots_, d.inputs[1].desc.shape[0]);
     }
-    if (d.op == OpKind::all_reduce || d.op == OpKind::all_gather) {
+    if (d.op == OpKind::all_reduce || d.op == OpKind::all_gather || d.op == OpKind::send || d.op == OpKind::recv) {
       if (!comm)
         return invalid_argument("cpu: " + d.label + " is a collective (" + std::string(name(d.op)) +
                                    ") and this device was given no communicator (Device::use_communicator)");
@@ -313,6 +313,14 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
     }
     case OpKind::all_gather:
       return all_gather(d, rows);
+    case OpKind::send: {
+      const size_t bytes = (size_t)(rows * d.in[0].desc.row_bytes());
+      TS_TRY(comm_->send(d.in[0].data, bytes, std::get<PeerParams>(d.params).peer, nullptr));
+      if (d.out[0].data != d.in[0].data) std::memcpy(d.out[0].data, d.in[0].data, bytes);
+      return Status::ok();
+    }
+    case OpKind::recv:
+      return comm_->recv(d.out[0].data, (size_t)(rows * d.out[0].desc.row_bytes()), std::get<PeerParams>(d.params).peer, nullptr);
     case OpKind::copy:
       // Placement's copies between devices are moved by the runtime; this runs only in a graph on the CPU alone.
       std::memmove(d.out[0].data, d.in[0].data, (size_t)(rows * d.in[0].desc.row_bytes()));

@@ -44,6 +44,8 @@ KernelChoice CpuKernelTable::query(const OpQuery& q) const {
       return {true, kv_prefix(q.kv_dtype) + std::string(name(q.op)) + (q.rope_table ? "_from_table__" : "__") + isa, ""};
     case OpKind::all_reduce:
     case OpKind::all_gather:
+    case OpKind::send:
+    case OpKind::recv:
       // The device's communicator (MPI's for the CPU) runs it: use_communicator.
       return {true, std::string(name(q.op)) + "_through_communicator", ""};
     default:

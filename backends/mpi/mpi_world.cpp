@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -124,11 +125,33 @@ class MpiCommunicator final : public Communicator {
   Status recv(void* data, size_t bytes, int peer, Stream*) override {
     return mpi_status(MPI_Recv(data, (int)bytes, MPI_BYTE, peer, 0, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
   }
+  Expected<uint64_t> post_recv(void* data, size_t bytes, int peer) override {
+    std::lock_guard lock(posted_mutex_);
+    MPI_Request req = MPI_REQUEST_NULL;
+    TS_TRY(mpi_status(MPI_Irecv(data, (int)bytes, MPI_BYTE, peer, 0, comm_, &req), "MPI_Irecv"));
+    const uint64_t handle = next_handle_++;
+    posted_.emplace(handle, req);
+    return handle;
+  }
+  Status wait_recv(uint64_t handle) override {
+    MPI_Request req = MPI_REQUEST_NULL;
+    {
+      std::lock_guard lock(posted_mutex_);
+      auto it = posted_.find(handle);
+      if (it == posted_.end()) return invalid_argument("MPI: no posted receive " + std::to_string(handle));
+      req = it->second;
+      posted_.erase(it);
+    }
+    return mpi_status(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
 
  private:
   MPI_Comm comm_;
   int rank_, size_;
   std::vector<int> displs_, counts_;  // all_gather's, sized once: the step allocates nothing
+  std::mutex posted_mutex_;
+  std::map<uint64_t, MPI_Request> posted_;
+  uint64_t next_handle_ = 1;
 };
 
 std::mutex g_mutex;

@@ -39,6 +39,18 @@ class Communicator {
   // activations. Blocks until `data` may be reused (send) or is filled (recv).
   virtual Status send(const void* data, size_t bytes, int peer, Stream* stream) = 0;
   virtual Status recv(void* data, size_t bytes, int peer, Stream* stream) = 0;
+  // A receive posted now and completed by wait_recv, so the peer's send
+  // never waits for this rank to get there: a pipeline's first stage posts
+  // the logits of every micro-batch of a step before it runs any of them.
+  // Host memory; handles are this communicator's, used once.
+  virtual Expected<uint64_t> post_recv(void* data, size_t bytes, int peer) {
+    (void)data, (void)bytes, (void)peer;
+    return unsupported(name() + ": no posted receives");
+  }
+  virtual Status wait_recv(uint64_t handle) {
+    (void)handle;
+    return unsupported(name() + ": no posted receives");
+  }
 };
 
 // The host-side channel the ranks share before any device is open: the

@@ -16,7 +16,7 @@ namespace {
 // One runner: opened as the leader's was, then its steps until it closes.
 // A step the leader's runner refuses is refused here too; both go on.
 Status follow_runner(const RunnerOptions& o, HostGroup& group) {
-  TS_ASSIGN_OR_RETURN(ModelWeights w, open_weights(o.tensor_parallel.model_path));
+  TS_ASSIGN_OR_RETURN(ModelWeights w, open_weights(o.parallel.model_path));
   TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(std::make_shared<const ModelWeights>(std::move(w)), o));
   for (;;) {
     TS_ASSIGN_OR_RETURN(ControlMessage m, receive_control(group));
@@ -33,8 +33,8 @@ Status follow_runner(const RunnerOptions& o, HostGroup& group) {
 }  // namespace
 
 Status follow_rank0() {
-  TensorParallel world;
-  world.size = mpi::launched_size();
+  Parallelism world;
+  world.tensor = mpi::launched_size();  // the group only: each runner's split comes with its open message
   TS_ASSIGN_OR_RETURN(ResolvedGroup g, resolve_group(world));
   return follow_leader(g);
 }
@@ -46,8 +46,8 @@ Status follow_leader(const ResolvedGroup& g) {
     if (m.kind != ControlKind::open)
       return internal_error("tensor parallel: rank 0 sent a control message of kind " + std::to_string((int)m.kind) + " outside a runner");
     TS_ASSIGN_OR_RETURN(RunnerOptions o, decode_open(m.payload));
-    o.tensor_parallel.group = g.group;
-    o.tensor_parallel.host_comm = g.host_comm;
+    o.parallel.group = g.group;
+    o.parallel.host_comm = g.host_comm;
     TS_TRY(follow_runner(o, *g.group).with_context("rank " + std::to_string(g.group->rank())));
   }
 }

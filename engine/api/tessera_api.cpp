@@ -97,8 +97,9 @@ RunnerOptions runner_options(const ModelOptions& o) {
   ro.weight_layout = o.weight_layout;
   ro.kv_type = o.kv_type;
   ro.batch_invariant = o.batch_invariant;
-  ro.tensor_parallel.size = o.tensor_parallel;
-  ro.tensor_parallel.model_path = o.path;
+  ro.parallel.tensor = o.tensor_parallel;
+  ro.parallel.pipeline = o.pipeline_parallel;
+  ro.parallel.model_path = o.path;
   // Greedy generation takes one id a step from the device, not the vocabulary's logits.
   ro.sample_on_device = true;
   return ro;

@@ -24,12 +24,20 @@ void put(std::vector<std::byte>& out, const T* data, size_t n) {
 
 }  // namespace
 
-Expected<ResolvedGroup> resolve_group(const TensorParallel& tp) {
-  ResolvedGroup r{tp.group, tp.host_comm};
+std::string Parallelism::flag() const {
+  return pipeline > 1 ? "--pipeline-parallel " + std::to_string(pipeline) : "--tensor-parallel " + std::to_string(tensor);
+}
+
+Expected<ResolvedGroup> resolve_group(const Parallelism& p) {
+  if (p.tensor < 1 || p.pipeline < 1) return invalid_argument(p.flag() + ": the number of ranks must be at least 1");
+  if (p.tensor > 1 && p.pipeline > 1)
+    return unsupported("--tensor-parallel " + std::to_string(p.tensor) + " with --pipeline-parallel " + std::to_string(p.pipeline) +
+                       ": one kind of split at a time (docs/parallelism.md)");
+  ResolvedGroup r{p.group, p.host_comm};
   if (!r.group) {
     const int launched = mpi::launched_size();
     if (launched == 1)
-      return invalid_argument("--tensor-parallel " + std::to_string(tp.size) + ": start it with `mpirun -np " + std::to_string(tp.size) +
+      return invalid_argument(p.flag() + ": start it with `mpirun -np " + std::to_string(p.ranks()) +
                               " tessera ...` (this process was not started by mpirun)");
     TS_ASSIGN_OR_RETURN(mpi::MpiWorld w, mpi::join_world());
     static bool registered = false;
@@ -40,9 +48,9 @@ Expected<ResolvedGroup> resolve_group(const TensorParallel& tp) {
     r.group = w.group;
     r.host_comm = w.comm;
   }
-  if (r.group->size() != tp.size)
-    return invalid_argument("--tensor-parallel " + std::to_string(tp.size) + ": mpirun started " + std::to_string(r.group->size()) +
-                            " ranks; give -np " + std::to_string(tp.size));
+  if (r.group->size() != p.ranks())
+    return invalid_argument(p.flag() + ": mpirun started " + std::to_string(r.group->size()) + " ranks; give -np " +
+                            std::to_string(p.ranks()));
   return r;
 }
 
@@ -69,7 +77,7 @@ Expected<ControlMessage> receive_control(HostGroup& g) {
 std::vector<std::byte> encode_open(const RunnerOptions& o) {
   std::string s;
   auto kv = [&](const char* k, const std::string& v) { s += std::string(k) + "\t" + v + "\n"; };
-  kv("model", o.tensor_parallel.model_path);
+  kv("model", o.parallel.model_path);
   kv("backend", o.backend);
   kv("device", std::to_string(o.device));
   kv("block_size", std::to_string(o.block_size));
@@ -87,7 +95,8 @@ std::vector<std::byte> encode_open(const RunnerOptions& o) {
   kv("weight_layout", o.weight_layout);
   kv("kv_type", o.kv_type);
   kv("batch_invariant", o.batch_invariant ? "1" : "0");
-  kv("tensor_parallel", std::to_string(o.tensor_parallel.size));
+  kv("tensor_parallel", std::to_string(o.parallel.tensor));
+  kv("pipeline_parallel", std::to_string(o.parallel.pipeline));
   std::vector<std::byte> out(s.size());
   std::memcpy(out.data(), s.data(), s.size());
   return out;
@@ -104,7 +113,7 @@ Expected<RunnerOptions> decode_open(std::span<const std::byte> payload) {
   }
   RunnerOptions o;
   try {
-    o.tensor_parallel.model_path = f.at("model");
+    o.parallel.model_path = f.at("model");
     o.backend = f.at("backend");
     o.device = std::stoi(f.at("device"));
     o.block_size = std::stoi(f.at("block_size"));
@@ -122,7 +131,8 @@ Expected<RunnerOptions> decode_open(std::span<const std::byte> payload) {
     o.weight_layout = f.at("weight_layout");
     o.kv_type = f.at("kv_type");
     o.batch_invariant = f.at("batch_invariant") == "1";
-    o.tensor_parallel.size = std::stoi(f.at("tensor_parallel"));
+    o.parallel.tensor = std::stoi(f.at("tensor_parallel"));
+    o.parallel.pipeline = std::stoi(f.at("pipeline_parallel"));
   } catch (const std::exception& e) {
     return internal_error(std::string("tensor parallel: the open message lacks a field or has a bad number (") + e.what() + ")");
   }

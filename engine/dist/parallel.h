@@ -26,13 +26,19 @@ struct RunnerOptions;
 struct StepRequest;
 
 // The ranks a runner is split over, and what it runs its collectives with.
-struct TensorParallel {
-  int32_t size = 1;         // --tensor-parallel: 1, a single process
+// One kind at a time: tensor parallelism (each rank a share of every
+// layer) or pipeline parallelism (each rank a stage: a range of the layers).
+struct Parallelism {
+  int32_t tensor = 1;       // --tensor-parallel: 1, none
+  int32_t pipeline = 1;     // --pipeline-parallel: 1, none
   std::string model_path;   // what the followers open: the leader's -m (a file, a folder or synthetic:TYPE)
   // Null: the world mpirun started (engine/dist/parallel.cpp); the tests give
   // an in-process group of threads.
   std::shared_ptr<HostGroup> group;
   std::shared_ptr<Communicator> host_comm;  // the CPU's collectives (MPI's); null with group null
+  int32_t ranks() const { return tensor * pipeline; }
+  // "--tensor-parallel 2", for messages.
+  std::string flag() const;
 };
 
 // The group and the CPU's communicator of a run over `size` ranks: the
@@ -41,7 +47,7 @@ struct ResolvedGroup {
   std::shared_ptr<HostGroup> group;
   std::shared_ptr<Communicator> host_comm;
 };
-Expected<ResolvedGroup> resolve_group(const TensorParallel& tp);
+Expected<ResolvedGroup> resolve_group(const Parallelism& tp);
 
 enum class ControlKind : uint32_t { open = 1, step = 2, close = 3, leave = 4 };
 

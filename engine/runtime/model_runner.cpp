@@ -64,8 +64,9 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
     return invalid_argument("--ctx: " + std::to_string(ctx) + " exceeds the model's context length " + std::to_string(c.context_length));
   const int32_t blocks_per_seq = (ctx + o.block_size - 1) / o.block_size;
   std::unique_ptr<ModelRunner> r(new ModelRunner(std::move(weights), o));
-  if (o.tensor_parallel.size > 1) {
-    TS_ASSIGN_OR_RETURN(r->tp_, resolve_group(o.tensor_parallel));
+  if (o.parallel.ranks() > 1) {
+    TS_ASSIGN_OR_RETURN(r->tp_, resolve_group(o.parallel));
+    r->pipelined_ = o.parallel.pipeline > 1;
     r->leader_ = r->tp_.group->rank() == 0;
     // The followers open a runner like this one: from here on every rank takes the same steps.
     if (r->leader_) TS_TRY(send_control(*r->tp_.group, ControlKind::open, encode_open(o)));
@@ -83,8 +84,10 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   TS_ASSIGN_OR_RETURN(const DType kv_dtype, resolve_kv_type(o.kv_type, *r->weights_, &r->devices_[0].device->kernels()));
   // One block of every layer's K and V pools, in the pools' element type.
   // A tensor-parallel rank holds its share of the KV heads; the budget is each rank's.
-  const int64_t kv_width = c.kv_dim() / std::max(1, o.tensor_parallel.size);
-  const uint64_t bytes_per_block = 2ull * (uint64_t)c.n_layers * (uint64_t)o.block_size * bytes_for(kv_dtype, kv_width);
+  // A pipeline stage holds its layers' pools only.
+  const int64_t kv_width = c.kv_dim() / std::max(1, o.parallel.tensor);
+  const int64_t kv_layers = r->pipelined_ ? shard_range(c.n_layers, o.parallel.pipeline, r->tp_.group->rank()).size() : c.n_layers;
+  const uint64_t bytes_per_block = 2ull * (uint64_t)kv_layers * (uint64_t)o.block_size * bytes_for(kv_dtype, kv_width);
   uint64_t budget = o.kv_cache_bytes;
   if (budget == 0 && o.kv_memory_fraction != 0) {
     const uint64_t cap = 2ull * (uint64_t)o.max_seqs * (uint64_t)blocks_per_seq * bytes_per_block;
@@ -152,15 +155,22 @@ Status ModelRunner::place_and_bind() {
   ctx.max_positions = max_context_;  // the rows of the folded RoPE tables
   ctx.batch_invariant = o.batch_invariant;
   TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));
-  if (o.tensor_parallel.size > 1) {
+  if (o.parallel.tensor > 1) {
     ctx.tp_rank = tp_.group->rank();
-    ctx.tp_size = o.tensor_parallel.size;
+    ctx.tp_size = o.parallel.tensor;
     // The split comes first, on the builder's graph; the shards are cut before
     // the other passes pack and reorder them as they would a smaller model's.
     auto tp_pass = std::find_if(pipeline.begin(), pipeline.end(), [](const graph::PassInfo* p) { return std::string(p->name) == "tensor_parallel"; });
     if (tp_pass != pipeline.end()) pipeline.erase(tp_pass);
     TS_TRY(graph::run_pipeline(graph_, {graph::find_pass("tensor_parallel")}, ctx));
     TS_TRY(cut_shards());
+  }
+  if (o.parallel.pipeline > 1) {
+    ctx.pp_rank = tp_.group->rank();
+    ctx.pp_size = o.parallel.pipeline;
+    auto pp_pass = std::find_if(pipeline.begin(), pipeline.end(), [](const graph::PassInfo* p) { return std::string(p->name) == "pipeline_parallel"; });
+    if (pp_pass != pipeline.end()) pipeline.erase(pp_pass);
+    TS_TRY(graph::run_pipeline(graph_, {graph::find_pass("pipeline_parallel")}, ctx));
   }
   TS_TRY(graph::run_pipeline(graph_, pipeline, ctx));
 
@@ -316,7 +326,7 @@ Status ModelRunner::cut_shards() {
   }
   // Never silently: a weight held wider than the file's type costs memory and bandwidth.
   if (widened)
-    placement_notes_.push_back("--tensor-parallel " + std::to_string(options_.tensor_parallel.size) + ": " + first_widened +
+    placement_notes_.push_back("--tensor-parallel " + std::to_string(options_.parallel.tensor) + ": " + first_widened +
                                " is held as f32 on each rank: a rank's columns are not whole blocks" +
                                (widened > 1 ? " (and " + std::to_string(widened - 1) + " more weights like it)" : ""));
   view->storage = cut;
@@ -331,7 +341,7 @@ Status ModelRunner::use_communicators() {
   for (DeviceSlot& slot : devices_) {
     const bool runs_collectives = std::any_of(parts_.begin(), parts_.end(), [&](const graph::GraphPart& p) {
       return p.device == slot.id && std::any_of(p.graph.nodes.begin(), p.graph.nodes.end(), [](const graph::Node& n) {
-               return n.op == OpKind::all_reduce || n.op == OpKind::all_gather;
+               return n.op == OpKind::all_reduce || n.op == OpKind::all_gather || n.op == OpKind::send || n.op == OpKind::recv;
              });
     });
     if (!runs_collectives) continue;
@@ -681,28 +691,21 @@ Status ModelRunner::queue_results(const BucketProgram& prog, InFlight& f, int sl
   return Status::ok();
 }
 
-Expected<StepTicket> ModelRunner::submit(const StepRequest& request) {
-  const StepArgs& args = request.args;
-  if (wants(request.outputs, StepOutputs::tokens) && !options_.sample_on_device)
-    return invalid_argument("step: tokens were asked for, but the runner was not built to sample on the device");
-  // The next in-flight slot in turn; it must have been collected.
-  const int slot_index = (int)(next_ticket_ % kMaxInFlight);
-  InFlight& f = in_flight_[(size_t)slot_index];
-  if (!f.collected)
-    return invalid_argument("runner: " + std::to_string(kMaxInFlight) + " steps are in flight; collect one before submitting");
+Status ModelRunner::check_step_arrays(const StepArgs& args) const {
+  const bool present = args.n_tokens >= 0 && args.n_seqs >= 0 && args.n_logit_rows >= 0 && args.n_seqs <= options_.max_seqs &&
+                       (args.n_tokens == 0 || (args.token_ids && args.positions && args.slot_mapping)) && args.query_start &&
+                       (args.n_seqs == 0 || (args.seq_lens && args.block_tables)) && (args.n_logit_rows == 0 || args.logit_rows);
+  if (!present) return invalid_argument("step: an array the step's counts call for is missing, or more sequences than the runner takes");
+  return Status::ok();
+}
+
+// Queues one step's work on its devices: its bucket's program, the block
+// tables at that bucket's stride, the block copies first.
+Expected<ModelRunner::Queued> ModelRunner::queue_step(const StepArgs& args, std::span<const BlockCopy> block_copies) {
   int32_t context = 1;
   if (args.seq_lens && args.n_seqs > 0 && args.n_seqs <= options_.max_seqs)
     for (int32_t s = 0; s < args.n_seqs; ++s) context = std::max(context, args.seq_lens[s]);
   context = std::min(context, max_context_);  // a longer one is refused by the step checks, naming it
-  // Every rank runs the step: the followers get it first (they check it as this rank does).
-  if (leader_) {
-    const bool present = args.n_tokens >= 0 && args.n_seqs >= 0 && args.n_logit_rows >= 0 && args.n_seqs <= options_.max_seqs &&
-                         (args.n_tokens == 0 || (args.token_ids && args.positions && args.slot_mapping)) && args.query_start &&
-                         (args.n_seqs == 0 || (args.seq_lens && args.block_tables)) && (args.n_logit_rows == 0 || args.logit_rows);
-    if (!present) return invalid_argument("step: an array the step's counts call for is missing, or more sequences than the runner takes");
-    encode_step(args, max_blocks_per_seq_, request.block_copies, (int32_t)request.outputs, step_wire_);
-    TS_TRY(send_control(*tp_.group, ControlKind::step, step_wire_));
-  }
   TS_ASSIGN_OR_RETURN(BucketProgram * prog, program_for(args.n_tokens, context));
   // Block tables arrive max_blocks_per_seq_ apart; a context bucket's plan takes them at its own stride.
   StepArgs a = args;
@@ -714,17 +717,115 @@ Expected<StepTicket> ModelRunner::submit(const StepRequest& request) {
                   block_table_scratch_.begin() + (ptrdiff_t)s * stride);
     a.block_tables = block_table_scratch_.data();
   }
-  TS_TRY(run_block_copies(request.block_copies));
+  TS_TRY(run_block_copies(block_copies));
   for (const PartExecutable& part : prog->parts) {
     for (const PartExecutable::Input& in : part.inputs) TS_TRY(move_input(*prog, part, in, a));
     TS_TRY(devices_[part.slot].stream->run(*part.exe, a));
   }
+  return Queued{prog, a};
+}
+
+Expected<StepTicket> ModelRunner::submit(const StepRequest& request) {
+  const StepArgs& args = request.args;
+  if (wants(request.outputs, StepOutputs::tokens) && !options_.sample_on_device)
+    return invalid_argument("step: tokens were asked for, but the runner was not built to sample on the device");
+  // The next in-flight slot in turn; it must have been collected.
+  const int slot_index = (int)(next_ticket_ % kMaxInFlight);
+  InFlight& f = in_flight_[(size_t)slot_index];
+  if (!f.collected)
+    return invalid_argument("runner: " + std::to_string(kMaxInFlight) + " steps are in flight; collect one before submitting");
   f.outputs = request.outputs;
   f.rows = args.n_logit_rows;
-  TS_TRY(queue_results(*prog, f, slot_index, a));
+  if (pipelined_ && leader_) {
+    TS_TRY(check_step_arrays(args));
+    TS_TRY(submit_micro_batches(request, f));
+  } else {
+    // Every rank runs the step: the followers get it first (they check it as this rank does).
+    if (leader_) {
+      TS_TRY(check_step_arrays(args));
+      encode_step(args, max_blocks_per_seq_, request.block_copies, (int32_t)request.outputs, step_wire_);
+      TS_TRY(send_control(*tp_.group, ControlKind::step, step_wire_));
+    }
+    TS_ASSIGN_OR_RETURN(const Queued q, queue_step(args, request.block_copies));
+    // A pipeline stage's results go to the next stage, inside its plan; the leader receives the logits.
+    if (!pipelined_) TS_TRY(queue_results(*q.prog, f, slot_index, q.args));
+  }
+  if (pipelined_)
+    for (DeviceSlot& d : devices_)
+      if (d.stream) TS_TRY(d.stream->record(*d.done[(size_t)slot_index]));
   f.ticket = next_ticket_++;
   f.collected = false;
   return f.ticket;
+}
+
+// The pipeline's first stage: the step cut into micro-batches of whole
+// sequences, each sent to the other stages and run through this stage in
+// turn, so stage 2 works on the first while this one works on the second.
+// The last stage's logits of every micro-batch are posted for before any
+// runs, so its sends never wait on this rank (collect waits for them).
+Status ModelRunner::submit_micro_batches(const StepRequest& request, InFlight& f) {
+  const StepArgs& args = request.args;
+  const int pieces = split_micro_batches(args, options_.parallel.pipeline);
+  const size_t vocab = (size_t)config().vocab_size;
+  const int last = tp_.group->size() - 1;
+  f.posted.clear();
+  size_t row = 0;
+  for (int m = 0; m < pieces; ++m) {
+    const StepArgs& mb = micro_[(size_t)m].args;
+    float* at = reinterpret_cast<float*>(f.logits->host_data()) + row * vocab;
+    TS_ASSIGN_OR_RETURN(const uint64_t handle, tp_.host_comm->post_recv(at, (size_t)mb.n_logit_rows * vocab * sizeof(float), last));
+    f.posted.push_back(handle);
+    row += (size_t)mb.n_logit_rows;
+  }
+  for (int m = 0; m < pieces; ++m) {
+    const StepArgs& mb = micro_[(size_t)m].args;
+    const std::span<const BlockCopy> copies = m == 0 ? request.block_copies : std::span<const BlockCopy>{};
+    encode_step(mb, max_blocks_per_seq_, copies, (int32_t)request.outputs, step_wire_);
+    TS_TRY(send_control(*tp_.group, ControlKind::step, step_wire_));
+    TS_TRY(queue_step(mb, copies).status());
+  }
+  return Status::ok();
+}
+
+// Whole sequences, as even as integers allow, at most `pieces` of them; one
+// piece where the logit rows are not in token order (they would not come
+// back in the step's order).
+int ModelRunner::split_micro_batches(const StepArgs& a, int pieces) {
+  bool ordered = true;
+  for (int32_t i = 1; i < a.n_logit_rows; ++i) ordered &= a.logit_rows[i] > a.logit_rows[i - 1];
+  pieces = ordered ? std::max(1, std::min(pieces, a.n_seqs)) : 1;
+  if (micro_.size() < (size_t)pieces) micro_.resize((size_t)pieces);
+  int32_t next_logit = 0;
+  for (int m = 0; m < pieces; ++m) {
+    MicroBatch& mb = micro_[(size_t)m];
+    const ShardRange seqs = a.n_seqs > 0 ? shard_range(a.n_seqs, pieces, m) : ShardRange{0, 0};
+    const int32_t t0 = a.n_seqs > 0 ? a.query_start[seqs.begin] : 0;
+    const int32_t t1 = a.n_seqs > 0 ? a.query_start[seqs.end] : a.n_tokens;
+    mb.token_ids.assign(a.token_ids + t0, a.token_ids + t1);
+    mb.positions.assign(a.positions + t0, a.positions + t1);
+    mb.slot_mapping.assign(a.slot_mapping + t0, a.slot_mapping + t1);
+    mb.query_start.clear();
+    for (int64_t s = seqs.begin; s <= seqs.end; ++s) mb.query_start.push_back(a.query_start[s] - t0);
+    if (mb.query_start.empty()) mb.query_start.push_back(0);
+    mb.seq_lens.assign(a.seq_lens + seqs.begin, a.seq_lens + seqs.end);
+    mb.block_tables.assign(a.block_tables + seqs.begin * max_blocks_per_seq_, a.block_tables + seqs.end * max_blocks_per_seq_);
+    mb.logit_rows.clear();
+    while (next_logit < a.n_logit_rows && a.logit_rows[next_logit] < t1) mb.logit_rows.push_back(a.logit_rows[next_logit++] - t0);
+    if (m == pieces - 1)  // rows past the last sequence's tokens: the step checks refuse them, as they would the whole step
+      while (next_logit < a.n_logit_rows) mb.logit_rows.push_back(a.logit_rows[next_logit++] - t0);
+    StepArgs& s = mb.args;
+    s.token_ids = mb.token_ids.data();
+    s.positions = mb.positions.data();
+    s.slot_mapping = mb.slot_mapping.data();
+    s.n_tokens = t1 - t0;
+    s.query_start = mb.query_start.data();
+    s.seq_lens = mb.seq_lens.data();
+    s.block_tables = mb.block_tables.data();
+    s.n_seqs = (int32_t)seqs.size();
+    s.logit_rows = mb.logit_rows.data();
+    s.n_logit_rows = (int32_t)mb.logit_rows.size();
+  }
+  return pieces;
 }
 
 Expected<StepResult> ModelRunner::collect(StepTicket ticket) {
@@ -737,6 +838,18 @@ Expected<StepResult> ModelRunner::collect(StepTicket ticket) {
     if (d.stream) TS_TRY(d.done[(size_t)slot_index]->synchronize());
   StepResult r;
   const size_t rows = (size_t)f.rows;
+  if (pipelined_) {
+    if (!leader_) return r;  // a later stage's results went on to the next stage
+    for (uint64_t handle : f.posted) TS_TRY(tp_.host_comm->wait_recv(handle));
+    f.posted.clear();
+    // The greedy ids from the logits the last stage sent.
+    const size_t vocab = (size_t)config().vocab_size;
+    const float* logits = reinterpret_cast<const float*>(f.logits->host_data());
+    if (wants(f.outputs, StepOutputs::tokens))
+      for (size_t i = 0; i < rows; ++i)
+        reinterpret_cast<int32_t*>(f.tokens->host_data())[i] =
+            (int32_t)(std::max_element(logits + i * vocab, logits + (i + 1) * vocab) - (logits + i * vocab));
+  }
   if (wants(f.outputs, StepOutputs::logits))
     r.logits = {reinterpret_cast<const float*>(f.logits->host_data()), rows * (size_t)config().vocab_size};
   if (wants(f.outputs, StepOutputs::tokens)) r.tokens = {reinterpret_cast<const int32_t*>(f.tokens->host_data()), rows};

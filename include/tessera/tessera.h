@@ -55,6 +55,9 @@ struct ModelOptions {
   // started (docs/parallelism.md); rank 0 runs the command, the others
   // follow it (follow_rank0). 1: one process.
   int32_t tensor_parallel = 1;
+  // --pipeline-parallel N: the layers split into N stages, one per rank
+  // (docs/parallelism.md); one kind of split at a time. 1: one process.
+  int32_t pipeline_parallel = 1;
 };
 
 class Model;

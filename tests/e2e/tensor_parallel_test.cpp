@@ -38,8 +38,8 @@ class TwoRanks {
     o.max_context = ctx;
     o.tensor_parallel = 2;
     RunnerOptions ro = runner_options(o);
-    ro.tensor_parallel.group = leader_group_;
-    ro.tensor_parallel.host_comm = std::make_shared<ThreadCommunicator>(data_, 0);
+    ro.parallel.group = leader_group_;
+    ro.parallel.host_comm = std::make_shared<ThreadCommunicator>(data_, 0);
     auto m = open_model(o, ro);
     REQUIRE_MESSAGE(m.has_value(), m.status().message());
     return std::move(*m);

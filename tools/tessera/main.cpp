@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Under mpirun, the ranks other than 0 follow rank 0's runners rather than run the command.
-  if (tensor_parallel_requested() > 1 && tessera::launched_rank() > 0) {
+  if (parallel_requested() && tessera::launched_rank() > 0) {
     const tessera::Status st = tessera::follow_rank0();
     if (!st.is_ok()) {
       std::fprintf(stderr, "tessera: rank %d: %s\n", tessera::launched_rank(), st.message().c_str());
