@@ -41,6 +41,7 @@ Expected<MpiWorld> join_world() {
   return unsupported("this tessera was built without MPI (install libopenmpi-dev and rebuild) and cannot run across ranks");
 }
 void at_leave(void (*)()) {}
+void abort_world(int) {}
 
 #else
 
@@ -193,6 +194,13 @@ Expected<MpiWorld> join_world() {
 void at_leave(void (*fn)()) {
   std::lock_guard lock(g_mutex);
   g_leave.push_back(fn);
+}
+
+void abort_world(int code) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
 }
 
 #endif

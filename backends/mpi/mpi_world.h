@@ -30,5 +30,8 @@ Expected<MpiWorld> join_world();
 // Runs `fn` when the process leaves the world (before MPI_Finalize, at exit):
 // rank 0 tells the other ranks to stop.
 void at_leave(void (*fn)());
+// Ends every rank of the world with `code` (MPI_Abort), where this process
+// joined it: a rank that fails must not leave the others waiting for it.
+void abort_world(int code);
 
 }  // namespace tessera::mpi

@@ -11,6 +11,8 @@ namespace tessera {
 
 int launched_rank() { return mpi::launched_rank(); }
 
+void abort_ranks(int code) { mpi::abort_world(code); }
+
 namespace {
 
 // One runner: opened as the leader's was, then its steps until it closes.

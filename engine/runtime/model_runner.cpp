@@ -64,6 +64,8 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
     return invalid_argument("--ctx: " + std::to_string(ctx) + " exceeds the model's context length " + std::to_string(c.context_length));
   const int32_t blocks_per_seq = (ctx + o.block_size - 1) / o.block_size;
   std::unique_ptr<ModelRunner> r(new ModelRunner(std::move(weights), o));
+  if (o.parallel.pipeline > c.n_layers)
+    return invalid_argument(o.parallel.flag() + ": the model has " + std::to_string(c.n_layers) + " layers, fewer than the stages");
   if (o.parallel.ranks() > 1) {
     TS_ASSIGN_OR_RETURN(r->tp_, resolve_group(o.parallel));
     r->pipelined_ = o.parallel.pipeline > 1;

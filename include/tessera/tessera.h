@@ -147,6 +147,9 @@ TESSERA_API int launched_rank();
 // rank 0 opens, runs its steps on its part of the model, and returns when
 // rank 0 leaves (its process ends). An error is one this rank met.
 TESSERA_API Status follow_rank0();
+// Ends every rank of a multi-rank run with `code`, where this process took
+// part in one: a rank that failed must not leave the others waiting on it.
+TESSERA_API void abort_ranks(int code);
 // Bytes of memory free now on device `index` of `backend` (it opens the
 // device to ask; docs/backends.md says how each backend measures).
 TESSERA_API Expected<uint64_t> free_device_memory(const std::string& backend, int index);

@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "support/cli.h"
 #include "support/reference_cases.h"
@@ -68,6 +70,43 @@ TEST_CASE("tensor parallel over MPI: mpirun -np 2 run --tensor-parallel 2 gives 
   }
 }
 
+TEST_CASE("pipeline parallel over MPI: mpirun -np 2 run --pipeline-parallel 2 gives the single process's ids on every zoo file, and run.c's on stories260K's prompts run concurrently" *
+          needs(mpirun_tests())) {
+  // Each stage holds its layers whole: the same kernels on the same rows, so the same ids on every file, quantized ones too.
+  for (const ZooFile& z : zoo_files()) {
+    CAPTURE(z.name);
+    const ZooCase c = zoo_cases(z.name)[1];
+    const std::vector<std::string> args = {"run", "-m", shared_path("models/zoo/" + z.name + ".gguf"), "--prompt-ids", join_ids(c.prompt),
+                                           "--temp", "0", "-n", "24", "--print-ids"};
+    const auto one = run_tessera(args);
+    REQUIRE_MESSAGE(one.exit_code == 0, one.err);
+    std::vector<std::string> split = args;
+    split.insert(split.end(), {"--pipeline-parallel", "2"});
+    const auto two = run_mpi(2, split);
+    REQUIRE_MESSAGE(two.exit_code == 0, two.err);
+    CHECK(join_ids(ids_from_stdout(two)) == join_ids(ids_from_stdout(one)));
+  }
+  // Every reference prompt at once: the continuous batch's steps cut into micro-batches of whole sequences.
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  const std::string prompts = temp_dir() + "/pp_prompts.txt";
+  {
+    std::ofstream f(prompts);
+    for (const auto& c : cases) f << c.prompt_ids << "\n";
+  }
+  for (const char* split : {"--pipeline-parallel", "--tensor-parallel"}) {
+    CAPTURE(split);
+    const auto r = run_mpi(2, {"run", "-m", shared_path("models/stories260K.bin"), "--prompt-ids-file", prompts, "--temp", "0", "-n", "200",
+                               "--print-ids", split, "2"});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    std::stringstream lines(r.out);
+    std::string line;
+    for (const auto& c : cases) {
+      REQUIRE(std::getline(lines, line));
+      CHECK(line == join_ids(c.full_ids));
+    }
+  }
+}
+
 TEST_CASE("tensor parallel over MPI: a split that does not fit is one line and a non-zero exit" * needs(mpirun_tests())) {
   const std::string model = shared_path("models/stories260K.bin");
   SUBCASE("without mpirun") {
@@ -79,6 +118,17 @@ TEST_CASE("tensor parallel over MPI: a split that does not fit is one line and a
     const auto r = run_mpi(2, {"run", "-m", model, "--prompt-ids", "1", "-n", "4", "--tensor-parallel", "4"});
     CHECK(r.exit_code != 0);
     CHECK(r.err.find("mpirun started 2 ranks; give -np 4") != std::string::npos);
+  }
+  SUBCASE("both kinds of split at once") {
+    const auto r = run_mpi(2, {"run", "-m", model, "--prompt-ids", "1", "-n", "4", "--tensor-parallel", "2", "--pipeline-parallel", "2"});
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("one kind of split at a time") != std::string::npos);
+  }
+  SUBCASE("more stages than layers") {
+    // The zoo's llama has 2 layers.
+    const auto r = run_mpi(3, {"run", "-m", shared_path("models/zoo/llama-f32.gguf"), "--prompt-ids", "1", "-n", "4", "--pipeline-parallel", "3"});
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("the model has 2 layers, fewer than the stages") != std::string::npos);
   }
   SUBCASE("heads that do not divide") {
     // stories260K: 8 heads, 4 KV heads.

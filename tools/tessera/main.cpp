@@ -28,11 +28,16 @@ int main(int argc, char** argv) {
     const tessera::Status st = tessera::follow_rank0();
     if (!st.is_ok()) {
       std::fprintf(stderr, "tessera: rank %d: %s\n", tessera::launched_rank(), st.message().c_str());
+      tessera::abort_ranks(1);
       return 1;
     }
     return 0;
   }
   for (const auto& s : subs)
-    if (s.app->parsed()) return s.run();
+    if (s.app->parsed()) {
+      const int rc = s.run();
+      if (rc != 0 && parallel_requested()) tessera::abort_ranks(rc);  // the followers would wait for rank 0 forever
+      return rc;
+    }
   return 2;
 }
