@@ -9,6 +9,6 @@
 namespace tessera {
 
 inline constexpr uint32_t kBackendAbiVersion = 12;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0x3c2980dfc8ef0d3aull;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0x58c95da1ffd0d9e7ull;
 
 }  // namespace tessera
