@@ -11,49 +11,12 @@
 
 #include "engine/api/model_impl.h"
 #include "graph/printer.h"
-#include "support/thread_group.h"
+#include "support/two_ranks.h"
 #include "support/zoo_reference.h"
 
 using namespace tessera;
 using namespace tessera::testing;
 
-namespace {
-
-// Rank 1 on a thread, following rank 0 until the group goes.
-class TwoRanks {
- public:
-  TwoRanks() : world_(std::make_shared<ThreadWorld>(2)), data_(std::make_shared<ThreadWorld>(2)) {
-    follower_ = std::thread([this] {
-      follower_status_ = follow_leader({std::make_shared<ThreadGroup>(world_, 1), std::make_shared<ThreadCommunicator>(data_, 1)});
-    });
-  }
-  ~TwoRanks() {
-    (void)send_control(*leader_group_, ControlKind::leave);
-    follower_.join();
-  }
-  // A model split over the two ranks, opened on rank 0.
-  std::unique_ptr<Model> open(const std::string& path, int32_t ctx = 64) {
-    ModelOptions o;
-    o.path = path;
-    o.max_context = ctx;
-    o.tensor_parallel = 2;
-    RunnerOptions ro = runner_options(o);
-    ro.parallel.group = leader_group_;
-    ro.parallel.host_comm = std::make_shared<ThreadCommunicator>(data_, 0);
-    auto m = open_model(o, ro);
-    REQUIRE_MESSAGE(m.has_value(), m.status().message());
-    return std::move(*m);
-  }
-  const Status& follower_status() const { return follower_status_; }
-
- private:
-  std::shared_ptr<ThreadWorld> world_, data_;
-  std::shared_ptr<HostGroup> leader_group_ = std::make_shared<ThreadGroup>(world_, 0);
-  std::thread follower_;
-  Status follower_status_;
-};
-
-}  // namespace
 
 TEST_CASE("tensor parallel: every zoo file split over 2 ranks matches llama.cpp's logits within its bound, and gives its exact greedy ids where the whole model does") {
   TwoRanks ranks;

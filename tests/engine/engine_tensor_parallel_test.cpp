@@ -1,0 +1,31 @@
+// Two tensor-parallel ranks as threads (tests/support/two_ranks.h): rank 0's
+// steps cross to rank 1 as control messages while their collectives meet in
+// the middle of every step, so this suite's ThreadSanitizer run sees both
+// threads' traffic. tests/e2e/tensor_parallel_test.cpp holds the split to
+// llama.cpp on the whole zoo.
+#include <doctest/doctest.h>
+
+#include "support/two_ranks.h"
+#include "support/zoo_reference.h"
+
+using namespace tessera;
+using namespace tessera::testing;
+
+TEST_CASE("engine: a model split over two ranks (threads) gives run.c's greedy ids, opened twice in a row") {
+  TwoRanks ranks;
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  REQUIRE(cases.size() >= 3);
+  for (int open = 0; open < 2; ++open) {  // a second runner on the same ranks: close, then open again
+    auto m = ranks.open(shared_path("models/stories260K.bin"), 512);
+    for (size_t i = 0; i < 3; ++i) {
+      const auto& c = cases[i];
+      CAPTURE(c.prompt_ids);
+      const std::vector<int32_t> prompt = parse_ids(c.prompt_ids);
+      const size_t n = std::min<size_t>(c.full_ids.size() - prompt.size(), 64);
+      const auto ids = free_running_greedy(*m, prompt, n);
+      CHECK(join_ids(ids) == join_ids(std::vector<int32_t>(c.full_ids.begin(), c.full_ids.begin() + (ptrdiff_t)(prompt.size() + n))));
+    }
+  }
+  ranks.leave();
+  CHECK_MESSAGE(ranks.follower_status().is_ok(), ranks.follower_status().message());
+}
