@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@ struct EngineSetup {
   int32_t kv_blocks = 0;  // KV blocks of 16 tokens; 0: max_num_seqs whole contexts
   std::string kv_type = "auto";  // --kv-type
   EngineConfig config;
+  std::function<void(RunnerOptions&)> adjust_runner;  // last word on the runner's options (a split over ranks)
   EngineSetup() { config.scheduler.max_num_seqs = 8; }
 };
 
@@ -63,6 +65,7 @@ inline TestEngine open_test_engine(const EngineSetup& s) {
   auto kv_dtype = resolve_kv_type(ro.kv_type, *t.model.weights);
   REQUIRE(kv_dtype.has_value());
   ro.kv_cache_bytes = (uint64_t)s.kv_blocks * 2ull * (uint64_t)c.n_layers * (uint64_t)ro.block_size * bytes_for(*kv_dtype, c.kv_dim());
+  if (s.adjust_runner) s.adjust_runner(ro);
   auto e = ServingEngine::create(t.model.weights, t.model.tokenizer.get(), ro, s.config);
   REQUIRE_MESSAGE(e.has_value(), e.status().message());
   t.engine = std::move(*e);

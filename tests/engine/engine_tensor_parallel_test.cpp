@@ -5,6 +5,7 @@
 // llama.cpp on the whole zoo.
 #include <doctest/doctest.h>
 
+#include "engine/engine_fixture.h"
 #include "support/two_ranks.h"
 #include "support/zoo_reference.h"
 
@@ -28,4 +29,22 @@ TEST_CASE("engine: a model split over two ranks (threads) gives run.c's greedy i
   }
   ranks.leave();
   CHECK_MESSAGE(ranks.follower_status().is_ok(), ranks.follower_status().message());
+}
+
+TEST_CASE("engine: the serving engine over two ranks, split by tensor and by pipeline stage, gives run.c's ids for every prompt at once and staggered") {
+  for (const bool pipeline : {false, true}) {
+    CAPTURE(pipeline);
+    TwoRanks ranks;
+    EngineSetup s;
+    s.model = "models/stories260K.bin";
+    s.adjust_runner = [&](RunnerOptions& ro) { ranks.join(ro, pipeline); };
+    {
+      TestEngine e = open_test_engine(s);
+      const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
+      check_reference_cases(*e.engine, cases);      // every prompt in the first steps: micro-batches of several sequences
+      check_reference_cases(*e.engine, cases, 40);  // joining and leaving the batch
+    }
+    ranks.leave();
+    CHECK_MESSAGE(ranks.follower_status().is_ok(), ranks.follower_status().message());
+  }
 }

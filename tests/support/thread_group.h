@@ -4,9 +4,11 @@
 // a tensor-parallel group without mpirun (and under the sanitizers). Every
 // collective is two barriers: all ranks post their buffers, each computes its
 // result from all of them, then all wait until everyone has read before any
-// writes in place or posts the next.
+// writes in place or posts the next. Point to point goes through mailboxes.
 #include <algorithm>
 #include <barrier>
+#include <condition_variable>
+#include <deque>
 #include <span>
 #include <string>
 #include <cstring>
@@ -20,8 +22,29 @@ namespace tessera::testing {
 
 class ThreadWorld {
  public:
-  explicit ThreadWorld(int n) : n_(n), posted_((size_t)n), counts_((size_t)n), arrive_(n), leave_(n) {}
+  explicit ThreadWorld(int n) : n_(n), posted_((size_t)n), counts_((size_t)n), arrive_(n), leave_(n), mail_((size_t)(n * n)) {}
   int size() const { return n_; }
+
+  // Point to point: a send is copied into the (from, to) mailbox and returns
+  // at once; a receive waits for the next message in it, in order (as MPI's).
+  void put(int from, int to, const void* data, size_t bytes) {
+    Mailbox& m = mail_[(size_t)(from * n_ + to)];
+    {
+      std::lock_guard lock(m.mutex);
+      const auto* b = static_cast<const std::byte*>(data);
+      m.messages.emplace_back(b, b + bytes);
+    }
+    m.cv.notify_all();
+  }
+  size_t take(int from, int to, void* data, size_t bytes) {
+    Mailbox& m = mail_[(size_t)(from * n_ + to)];
+    std::unique_lock lock(m.mutex);
+    m.cv.wait(lock, [&] { return !m.messages.empty(); });
+    std::vector<std::byte> msg = std::move(m.messages.front());
+    m.messages.pop_front();
+    std::memcpy(data, msg.data(), std::min(bytes, msg.size()));
+    return msg.size();
+  }
 
   // Each rank posts `p`; `fn` then runs on every rank with all of them; none returns before all have run it.
   template <typename Fn>
@@ -38,6 +61,12 @@ class ThreadWorld {
   std::vector<const void*> posted_;
   std::vector<size_t> counts_;
   std::barrier<> arrive_, leave_;
+  struct Mailbox {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<std::vector<std::byte>> messages;
+  };
+  std::vector<Mailbox> mail_;
 };
 
 class ThreadGroup final : public HostGroup {
@@ -93,13 +122,39 @@ class ThreadCommunicator final : public Communicator {
     });
     return Status::ok();
   }
-  Status send(const void*, size_t, int, Stream*) override { return unsupported("threads: no point-to-point"); }
-  Status recv(void*, size_t, int, Stream*) override { return unsupported("threads: no point-to-point"); }
+  Status send(const void* data, size_t bytes, int peer, Stream*) override {
+    w_->put(rank_, peer, data, bytes);
+    return Status::ok();
+  }
+  Status recv(void* data, size_t bytes, int peer, Stream*) override {
+    const size_t got = w_->take(peer, rank_, data, bytes);
+    if (got != bytes) return internal_error("threads: rank " + std::to_string(peer) + " sent " + std::to_string(got) + " bytes, " + std::to_string(bytes) + " expected");
+    return Status::ok();
+  }
+  // Sends never wait here, so a posted receive is taken when waited for.
+  Expected<uint64_t> post_recv(void* data, size_t bytes, int peer) override {
+    posted_.push_back({data, bytes, peer});
+    return (uint64_t)posted_.size() - 1 + taken_;
+  }
+  Status wait_recv(uint64_t handle) override {
+    if (handle != taken_ || posted_.empty()) return invalid_argument("threads: receives are waited for in the order posted");
+    const Posted p = posted_.front();
+    posted_.erase(posted_.begin());
+    ++taken_;
+    return recv(p.data, p.bytes, p.peer, nullptr);
+  }
 
  private:
   std::shared_ptr<ThreadWorld> w_;
   int rank_;
   std::vector<float> sum_;
+  struct Posted {
+    void* data;
+    size_t bytes;
+    int peer;
+  };
+  std::vector<Posted> posted_;
+  uint64_t taken_ = 0;
 };
 
 }  // namespace tessera::testing

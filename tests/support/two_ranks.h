@@ -27,15 +27,20 @@ class TwoRanks {
     (void)send_control(*leader_group_, ControlKind::leave);
     follower_.join();
   }
+  // Makes `ro` rank 0's options of a split over the two ranks (tensor or pipeline).
+  void join(RunnerOptions& ro, bool pipeline = false) {
+    ro.parallel.tensor = pipeline ? 1 : 2;
+    ro.parallel.pipeline = pipeline ? 2 : 1;
+    ro.parallel.group = leader_group_;
+    ro.parallel.host_comm = std::make_shared<ThreadCommunicator>(data_, 0);
+  }
   // A model split over the two ranks, opened on rank 0.
-  std::unique_ptr<Model> open(const std::string& path, int32_t ctx = 64) {
+  std::unique_ptr<Model> open(const std::string& path, int32_t ctx = 64, bool pipeline = false) {
     ModelOptions o;
     o.path = path;
     o.max_context = ctx;
-    o.tensor_parallel = 2;
     RunnerOptions ro = runner_options(o);
-    ro.parallel.group = leader_group_;
-    ro.parallel.host_comm = std::make_shared<ThreadCommunicator>(data_, 0);
+    join(ro, pipeline);
     auto m = open_model(o, ro);
     REQUIRE_MESSAGE(m.has_value(), m.status().message());
     return std::move(*m);
