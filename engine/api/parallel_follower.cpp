@@ -26,7 +26,7 @@ Status follow_runner(const RunnerOptions& o, HostGroup& group) {
     if (m.kind != ControlKind::step)
       return internal_error("tensor parallel: rank 0 sent a control message of kind " + std::to_string((int)m.kind) + " inside a runner");
     TS_ASSIGN_OR_RETURN(StepWire step, decode_step(m.payload, rc.runner->max_blocks_per_seq()));
-    StepRequest req{step.args(), step.block_copies, (StepOutputs)step.outputs};
+    StepRequest req{step.arrays.args(), step.block_copies, (StepOutputs)step.outputs};
     auto ticket = rc.runner->submit(req);
     if (ticket) (void)rc.runner->collect(*ticket);
   }

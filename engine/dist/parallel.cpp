@@ -171,32 +171,19 @@ Expected<StepWire> decode_step(std::span<const std::byte> payload, int32_t strid
   if (short_message || head[0] < 0 || head[1] < 0 || head[2] < 0 || head[3] < 0)
     return internal_error("tensor parallel: a malformed step message");
   StepWire w;
-  take(w.token_ids, (size_t)head[0]);
-  take(w.positions, (size_t)head[0]);
-  take(w.slot_mapping, (size_t)head[0]);
-  take(w.query_start, (size_t)head[1] + 1);
-  take(w.seq_lens, (size_t)head[1]);
-  take(w.block_tables, (size_t)head[1] * (size_t)stride);
-  take(w.logit_rows, (size_t)head[2]);
+  StepArrays& a = w.arrays;
+  take(a.token_ids, (size_t)head[0]);
+  take(a.positions, (size_t)head[0]);
+  take(a.slot_mapping, (size_t)head[0]);
+  take(a.query_start, (size_t)head[1] + 1);
+  take(a.seq_lens, (size_t)head[1]);
+  take(a.block_tables, (size_t)head[1] * (size_t)stride);
+  take(a.logit_rows, (size_t)head[2]);
   take(w.block_copies, (size_t)head[3]);
   if (short_message || at != payload.size()) return internal_error("tensor parallel: a step message of the wrong length");
   w.outputs = head[4];
   return w;
 }
 
-StepArgs StepWire::args() const {
-  StepArgs a;
-  a.token_ids = token_ids.data();
-  a.positions = positions.data();
-  a.slot_mapping = slot_mapping.data();
-  a.n_tokens = (int32_t)token_ids.size();
-  a.query_start = query_start.data();
-  a.seq_lens = seq_lens.data();
-  a.block_tables = block_tables.data();
-  a.n_seqs = (int32_t)seq_lens.size();
-  a.logit_rows = logit_rows.data();
-  a.n_logit_rows = (int32_t)logit_rows.size();
-  return a;
-}
 
 }  // namespace tessera

@@ -18,6 +18,7 @@
 #include "core/hal/block_copy.h"
 #include "core/hal/communicator.h"
 #include "core/hal/plan.h"
+#include "core/hal/step_padding.h"
 #include "core/status.h"
 
 namespace tessera {
@@ -65,10 +66,9 @@ Expected<RunnerOptions> decode_open(std::span<const std::byte> payload);
 
 // step: the step's arrays (block tables `stride` apart) and block copies.
 struct StepWire {
-  std::vector<int32_t> token_ids, positions, slot_mapping, query_start, seq_lens, block_tables, logit_rows;
+  StepArrays arrays;
   std::vector<BlockCopy> block_copies;
   int32_t outputs = 1;
-  StepArgs args() const;
 };
 void encode_step(const StepArgs& a, int32_t stride, std::span<const BlockCopy> copies, int32_t outputs, std::vector<std::byte>& out);
 Expected<StepWire> decode_step(std::span<const std::byte> payload, int32_t stride);

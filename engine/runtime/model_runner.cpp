@@ -157,22 +157,18 @@ Status ModelRunner::place_and_bind() {
   ctx.max_positions = max_context_;  // the rows of the folded RoPE tables
   ctx.batch_invariant = o.batch_invariant;
   TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));
-  if (o.parallel.tensor > 1) {
-    ctx.tp_rank = tp_.group->rank();
+  // A split comes first, on the builder's graph, whatever the pass list says;
+  // the shards are cut before the other passes pack and reorder them as they
+  // would a smaller model's.
+  if (tp_.group) {
+    ctx.tp_rank = ctx.pp_rank = tp_.group->rank();
     ctx.tp_size = o.parallel.tensor;
-    // The split comes first, on the builder's graph; the shards are cut before
-    // the other passes pack and reorder them as they would a smaller model's.
-    auto tp_pass = std::find_if(pipeline.begin(), pipeline.end(), [](const graph::PassInfo* p) { return std::string(p->name) == "tensor_parallel"; });
-    if (tp_pass != pipeline.end()) pipeline.erase(tp_pass);
-    TS_TRY(graph::run_pipeline(graph_, {graph::find_pass("tensor_parallel")}, ctx));
-    TS_TRY(cut_shards());
-  }
-  if (o.parallel.pipeline > 1) {
-    ctx.pp_rank = tp_.group->rank();
     ctx.pp_size = o.parallel.pipeline;
-    auto pp_pass = std::find_if(pipeline.begin(), pipeline.end(), [](const graph::PassInfo* p) { return std::string(p->name) == "pipeline_parallel"; });
-    if (pp_pass != pipeline.end()) pipeline.erase(pp_pass);
-    TS_TRY(graph::run_pipeline(graph_, {graph::find_pass("pipeline_parallel")}, ctx));
+    std::erase_if(pipeline, [](const graph::PassInfo* p) {
+      return std::string(p->name) == "tensor_parallel" || std::string(p->name) == "pipeline_parallel";
+    });
+    TS_TRY(graph::run_pipeline(graph_, {graph::find_pass("tensor_parallel"), graph::find_pass("pipeline_parallel")}, ctx));
+    TS_TRY(cut_shards());
   }
   TS_TRY(graph::run_pipeline(graph_, pipeline, ctx));
 
@@ -800,32 +796,23 @@ int ModelRunner::split_micro_batches(const StepArgs& a, int pieces) {
   int32_t next_logit = 0;
   for (int m = 0; m < pieces; ++m) {
     MicroBatch& mb = micro_[(size_t)m];
+    StepArrays& arr = mb.arrays;
     const ShardRange seqs = a.n_seqs > 0 ? shard_range(a.n_seqs, pieces, m) : ShardRange{0, 0};
     const int32_t t0 = a.n_seqs > 0 ? a.query_start[seqs.begin] : 0;
     const int32_t t1 = a.n_seqs > 0 ? a.query_start[seqs.end] : a.n_tokens;
-    mb.token_ids.assign(a.token_ids + t0, a.token_ids + t1);
-    mb.positions.assign(a.positions + t0, a.positions + t1);
-    mb.slot_mapping.assign(a.slot_mapping + t0, a.slot_mapping + t1);
-    mb.query_start.clear();
-    for (int64_t s = seqs.begin; s <= seqs.end; ++s) mb.query_start.push_back(a.query_start[s] - t0);
-    if (mb.query_start.empty()) mb.query_start.push_back(0);
-    mb.seq_lens.assign(a.seq_lens + seqs.begin, a.seq_lens + seqs.end);
-    mb.block_tables.assign(a.block_tables + seqs.begin * max_blocks_per_seq_, a.block_tables + seqs.end * max_blocks_per_seq_);
-    mb.logit_rows.clear();
-    while (next_logit < a.n_logit_rows && a.logit_rows[next_logit] < t1) mb.logit_rows.push_back(a.logit_rows[next_logit++] - t0);
+    arr.token_ids.assign(a.token_ids + t0, a.token_ids + t1);
+    arr.positions.assign(a.positions + t0, a.positions + t1);
+    arr.slot_mapping.assign(a.slot_mapping + t0, a.slot_mapping + t1);
+    arr.query_start.clear();
+    for (int64_t s = seqs.begin; s <= seqs.end; ++s) arr.query_start.push_back(a.query_start[s] - t0);
+    if (arr.query_start.empty()) arr.query_start.push_back(0);
+    arr.seq_lens.assign(a.seq_lens + seqs.begin, a.seq_lens + seqs.end);
+    arr.block_tables.assign(a.block_tables + seqs.begin * max_blocks_per_seq_, a.block_tables + seqs.end * max_blocks_per_seq_);
+    arr.logit_rows.clear();
+    while (next_logit < a.n_logit_rows && a.logit_rows[next_logit] < t1) arr.logit_rows.push_back(a.logit_rows[next_logit++] - t0);
     if (m == pieces - 1)  // rows past the last sequence's tokens: the step checks refuse them, as they would the whole step
-      while (next_logit < a.n_logit_rows) mb.logit_rows.push_back(a.logit_rows[next_logit++] - t0);
-    StepArgs& s = mb.args;
-    s.token_ids = mb.token_ids.data();
-    s.positions = mb.positions.data();
-    s.slot_mapping = mb.slot_mapping.data();
-    s.n_tokens = t1 - t0;
-    s.query_start = mb.query_start.data();
-    s.seq_lens = mb.seq_lens.data();
-    s.block_tables = mb.block_tables.data();
-    s.n_seqs = (int32_t)seqs.size();
-    s.logit_rows = mb.logit_rows.data();
-    s.n_logit_rows = (int32_t)mb.logit_rows.size();
+      while (next_logit < a.n_logit_rows) arr.logit_rows.push_back(a.logit_rows[next_logit++] - t0);
+    mb.args = arr.args();
   }
   return pieces;
 }

@@ -204,8 +204,8 @@ class ModelRunner {
   };
   // A pipeline leader's micro-batch: a range of the step's sequences, its arrays rebased.
   struct MicroBatch {
-    std::vector<int32_t> token_ids, positions, slot_mapping, query_start, seq_lens, block_tables, logit_rows;
-    StepArgs args;
+    StepArrays arrays;
+    StepArgs args;  // over `arrays`
   };
   struct Queued {
     BucketProgram* prog = nullptr;

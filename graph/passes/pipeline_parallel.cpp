@@ -111,11 +111,7 @@ Status pipeline_parallel(Graph& g, const PassContext& ctx) {
                        "stage" + std::to_string(stage) + ".send", {}, {}});
   g.nodes = std::move(nodes);
   g.outputs = {sent};
-  for (Value& v : g.values) v.producer = -1;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ValueId o : g.nodes[i].outputs) g.value(o).producer = (int32_t)i;
-  compact_values(g);
-  return shape_inference(g, ctx);
+  return settle_rebuilt_graph(g, ctx);
 }
 
 }  // namespace tessera::graph::passes

@@ -1,5 +1,7 @@
 #include "graph/passes/rewrite_util.h"
 
+#include "graph/passes/passes.h"
+
 namespace tessera::graph::passes {
 
 std::vector<std::vector<int32_t>> readers_of(const Graph& g) {
@@ -50,6 +52,14 @@ ValueId add_packed_weight(Graph& g, const std::vector<ValueId>& parts) {
   const Value& first = g.value(parts[0]);
   v.desc = TensorDesc::contiguous(first.desc.dtype, Shape{rows, first.desc.shape[1]});
   return g.add_value(std::move(v));
+}
+
+Status settle_rebuilt_graph(Graph& g, const PassContext& ctx) {
+  for (Value& v : g.values) v.producer = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ValueId o : g.nodes[i].outputs) g.value(o).producer = (int32_t)i;
+  compact_values(g);
+  return shape_inference(g, ctx);
 }
 
 }  // namespace tessera::graph::passes

@@ -20,6 +20,11 @@ void erase_nodes(Graph& g, const std::vector<char>& dead);
 // Whether the target runs `op` with weights of `weight_dtype` (always, without a kernel table).
 bool target_has(const PassContext& ctx, OpKind op, DType weight_dtype);
 
+// After a pass rebuilt g.nodes: every value's producer from the nodes, the
+// values nothing defines or reads dropped (compact_values), and every shape
+// recomputed (shape_inference).
+Status settle_rebuilt_graph(Graph& g, const PassContext& ctx);
+
 // A weight made at load by concatenating the rows of `parts` (same dtype and columns).
 ValueId add_packed_weight(Graph& g, const std::vector<ValueId>& parts);
 

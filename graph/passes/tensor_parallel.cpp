@@ -201,12 +201,7 @@ Status tensor_parallel(Graph& g, const PassContext& ctx) {
   for (ValueId& out : g.outputs)
     if (replaced[(size_t)out] != kNoValue) out = replaced[(size_t)out];
   g.nodes = std::move(nodes);
-  for (Value& v : g.values) v.producer = -1;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ValueId o : g.nodes[i].outputs) g.value(o).producer = (int32_t)i;
-  // The tied table the classifier no longer reads may now be read by the embedding alone; orphans go.
-  compact_values(g);
-  return shape_inference(g, ctx);
+  return settle_rebuilt_graph(g, ctx);
 }
 
 }  // namespace tessera::graph::passes

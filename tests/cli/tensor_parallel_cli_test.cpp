@@ -40,6 +40,22 @@ CliResult run_mpi(int ranks, const std::vector<std::string>& args) {
   return r;
 }
 
+// The zoo file's p-th greedy.tsv prompt, 24 steps, in one process and split
+// two ways by `split` (--tensor-parallel or --pipeline-parallel): the same ids.
+void check_split_matches_single(const std::string& zoo_name, size_t p, const std::string& split) {
+  CAPTURE(zoo_name);
+  const ZooCase c = zoo_cases(zoo_name)[p];
+  const std::vector<std::string> args = {"run", "-m", shared_path("models/zoo/" + zoo_name + ".gguf"), "--prompt-ids", join_ids(c.prompt),
+                                         "--temp", "0", "-n", "24", "--print-ids"};
+  const auto one = run_tessera(args);
+  REQUIRE_MESSAGE(one.exit_code == 0, one.err);
+  std::vector<std::string> two_args = args;
+  two_args.insert(two_args.end(), {split, "2"});
+  const auto two = run_mpi(2, two_args);
+  REQUIRE_MESSAGE(two.exit_code == 0, two.err);
+  CHECK(join_ids(ids_from_stdout(two)) == join_ids(ids_from_stdout(one)));
+}
+
 }  // namespace
 
 TEST_CASE("tensor parallel over MPI: mpirun -np 2 run --tensor-parallel 2 gives run.c's ids on stories260K and the single process's on every f32 zoo file" *
@@ -54,38 +70,14 @@ TEST_CASE("tensor parallel over MPI: mpirun -np 2 run --tensor-parallel 2 gives 
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     CHECK(join_ids(ids_from_stdout(r)) == join_ids(c.full_ids));
   }
-  for (const ZooFile& z : zoo_files()) {
-    if (!z.exact_greedy) continue;
-    CAPTURE(z.name);
-    const ZooCase c = zoo_cases(z.name)[0];
-    const std::vector<std::string> args = {"run", "-m", shared_path("models/zoo/" + z.name + ".gguf"), "--prompt-ids", join_ids(c.prompt),
-                                           "--temp", "0", "-n", "24", "--print-ids"};
-    const auto one = run_tessera(args);
-    REQUIRE_MESSAGE(one.exit_code == 0, one.err);
-    std::vector<std::string> split = args;
-    split.insert(split.end(), {"--tensor-parallel", "2"});
-    const auto two = run_mpi(2, split);
-    REQUIRE_MESSAGE(two.exit_code == 0, two.err);
-    CHECK(join_ids(ids_from_stdout(two)) == join_ids(ids_from_stdout(one)));
-  }
+  for (const ZooFile& z : zoo_files())
+    if (z.exact_greedy) check_split_matches_single(z.name, 0, "--tensor-parallel");
 }
 
 TEST_CASE("pipeline parallel over MPI: mpirun -np 2 run --pipeline-parallel 2 gives the single process's ids on every zoo file, and run.c's on stories260K's prompts run concurrently" *
           needs(mpirun_tests())) {
   // Each stage holds its layers whole: the same kernels on the same rows, so the same ids on every file, quantized ones too.
-  for (const ZooFile& z : zoo_files()) {
-    CAPTURE(z.name);
-    const ZooCase c = zoo_cases(z.name)[1];
-    const std::vector<std::string> args = {"run", "-m", shared_path("models/zoo/" + z.name + ".gguf"), "--prompt-ids", join_ids(c.prompt),
-                                           "--temp", "0", "-n", "24", "--print-ids"};
-    const auto one = run_tessera(args);
-    REQUIRE_MESSAGE(one.exit_code == 0, one.err);
-    std::vector<std::string> split = args;
-    split.insert(split.end(), {"--pipeline-parallel", "2"});
-    const auto two = run_mpi(2, split);
-    REQUIRE_MESSAGE(two.exit_code == 0, two.err);
-    CHECK(join_ids(ids_from_stdout(two)) == join_ids(ids_from_stdout(one)));
-  }
+  for (const ZooFile& z : zoo_files()) check_split_matches_single(z.name, 1, "--pipeline-parallel");
   // Every reference prompt at once: the continuous batch's steps cut into micro-batches of whole sequences.
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
   const std::string prompts = temp_dir() + "/pp_prompts.txt";
