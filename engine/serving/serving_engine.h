@@ -85,6 +85,9 @@ class ServingEngine {
   // and after; read it only while the engine is idle.
   const BlockManager& blocks_for_tests() const { return runner_.kv->blocks(); }
   const KvCacheSpec& kv_spec() const { return runner_.kv->spec(); }
+  // The cache's pools (their names, devices and block sizes never change; the
+  // blocks are the engine thread's): what a KV transfer's shape is checked against.
+  const KvCache& kv() const { return *runner_.kv; }
   const EngineConfig& config() const { return config_; }
   int32_t max_context() const { return runner_.runner->max_context(); }
 
