@@ -51,7 +51,8 @@ Expected<std::unique_ptr<KvSender>> KvSender::open(Engine& engine, const KvTrans
 Expected<PrefillResult> KvSender::prefill(const Request& request, const std::string& decode, uint64_t transfer_id) {
   TS_ASSIGN_OR_RETURN(disagg::HostPort addr, disagg::parse_host_port(decode, "kv_transfer.decode"));
   TS_ASSIGN_OR_RETURN(disagg::PrefillOutcome o, impl_->sender->prefill(request, addr, transfer_id));
-  return PrefillResult{o.first_token, o.bytes_sent, o.ttft_ms};
+  TS_ASSIGN_OR_RETURN(std::shared_ptr<RequestHandle> handle, wrap_request(o.request));
+  return PrefillResult{o.first_token, o.bytes_sent, o.ttft_ms, std::move(handle)};
 }
 
 }  // namespace tessera

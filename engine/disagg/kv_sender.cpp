@@ -140,6 +140,7 @@ Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& deco
   }
   out.first_token = c.first_token;
   out.ttft_ms = ttft_ms;
+  out.request = r;
   return out;
 }
 

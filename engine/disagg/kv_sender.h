@@ -23,6 +23,7 @@ struct PrefillOutcome {
   int64_t bytes_sent = 0;
   int32_t messages = 0;
   double ttft_ms = 0;  // the request's first token, here
+  std::shared_ptr<RequestState> request;  // the prefill's own request, finished
 };
 
 class KvSender {

@@ -47,6 +47,7 @@ struct PrefillResult {
   int32_t first_token = -1;
   int64_t bytes_sent = 0;
   double ttft_ms = 0;
+  std::shared_ptr<RequestHandle> handle;  // the prefill's own request, finished (its one token, or its stop)
 };
 
 // The prefill side: runs prompts and ships their K/V.
