@@ -261,6 +261,8 @@ bool ServingEngine::start_imported(const std::shared_ptr<RequestState>& r) {
   const int32_t n = (int32_t)q.prompt.size();
   BlockManager& blocks = runner_.kv->blocks();
   const SeqId id = next_seq_;
+  // It joins the running set directly: only while a step has a sequence slot for it.
+  if ((int32_t)scheduler_->num_running() >= config_.scheduler.max_num_seqs) return false;
   if (blocks.blocks_needed(id, n) > blocks.available_blocks()) {
     // Blocks come back as running sequences finish; with none running they never will.
     if (scheduler_->num_running() + scheduler_->num_waiting() > 0) return false;

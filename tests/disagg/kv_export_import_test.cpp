@@ -193,3 +193,33 @@ TEST_CASE("disagg: a payload from a cache of another shape is refused in one lin
   require_no_leak(*a.engine);
   require_no_leak(*b.engine);
 }
+
+TEST_CASE("disagg: imports beyond the decode engine's sequence slots and KV blocks wait their turn and still decode run.c's ids") {
+  TestEngine a = open_test_engine(setup("models/stories260K.bin", "f32", 64));
+  // Two sequences a step, and blocks for about two whole contexts: the
+  // imports queue for slots, and running ones are preempted for blocks.
+  EngineSetup sb = setup("models/stories260K.bin", "f32", 64);
+  sb.config.scheduler.max_num_seqs = 2;
+  sb.kv_blocks = 16;
+  sb.ctx = 256;
+  TestEngine b = open_test_engine(sb);
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
+  std::vector<std::shared_ptr<RequestState>> handles;
+  for (int round = 0; round < 2; ++round)
+    for (const ReferenceCase& c : cases) {
+      Prefilled p = prefill(*a.engine, c.request);
+      auto h = b->submit_imported(c.request, std::move(p.import));
+      REQUIRE_MESSAGE(h.has_value(), h.status().message());
+      handles.push_back(*h);
+    }
+  for (size_t i = 0; i < handles.size(); ++i) {
+    CAPTURE(i);
+    const ReferenceCase& c = cases[i % cases.size()];
+    const RequestResult& r = handles[i]->wait();
+    REQUIRE_MESSAGE(r.sequences[0].finish != FinishReason::error, r.sequences[0].error);
+    CHECK(join_ids(full_ids(c, r)) == join_ids(c.full_ids));
+  }
+  CHECK(b->metrics().preemptions > 0);
+  require_no_leak(*a.engine);
+  require_no_leak(*b.engine);
+}
