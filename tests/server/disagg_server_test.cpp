@@ -9,6 +9,7 @@
 
 #include "server/server_process.h"
 #include "support/reference_cases.h"
+#include "support/random.h"
 #include "support/requirements.h"
 
 using namespace tessera::testing;
@@ -245,4 +246,59 @@ TEST_CASE("disagg serve: a decode worker's --kv-listen that cannot be bound fail
   const CliResult r = run_tessera({"serve", "--port", "0", "-m", model_path("stories260K.bin"), "--role", "decode", "--kv-listen", "127.0.0.1:x1"});
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("tessera: --kv-listen: port 'x1' is not a number in [0, 65535]") != std::string::npos);
+}
+
+TEST_CASE("disagg serve: a prefill worker killed mid-prefill fails its own requests with an error naming it, the others stay correct" *
+          needs(ucx_cli())) {
+  // One prompt token a step: a 300-token prompt is 300 steps of prefill, so
+  // the kill lands while prompts are being computed and shipped.
+  ServerProcess p1(worker_args("prefill", {"--max-prefill-chunk", "1", "--max-num-seqs", "2"}));
+  ServerProcess p2(worker_args("prefill", {"--max-prefill-chunk", "1", "--max-num-seqs", "2"}));
+  ServerProcess decode(worker_args("decode"));
+  ServerProcess router({"--role", "router", "--prefill", p1.url() + "," + p2.url(), "--decode", decode.url()});
+  ServerProcess colocated({"-m", model_path("stories260K.bin"), "--kv-type", "f32"});
+  auto cc = colocated.client();
+  Rng rng(11);
+  const int n = 8;
+  std::vector<json> bodies;
+  std::vector<std::vector<int32_t>> want;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> prompt = {1};
+    for (int t = 0; t < 300; ++t) prompt.push_back(rng.integer(2, 511));
+    bodies.push_back(request_body(prompt, 40, i % 2 == 1));
+    const Completion c = complete(cc, bodies.back());
+    REQUIRE(c.error.empty());
+    want.push_back(c.ids);
+  }
+  std::vector<Completion> got(n);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < n; ++i)
+    clients.emplace_back([&, i] {
+      auto c = router.client();
+      got[(size_t)i] = complete(c, bodies[(size_t)i]);
+    });
+  auto c1 = p1.client();
+  for (int i = 0; i < 2000; ++i) {
+    auto r = c1.Get("/load");
+    if (r && json::parse(r->body)["running"].get<int>() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  kill(p1.pid(), SIGKILL);
+  for (auto& t : clients) t.join();
+  int failed = 0;
+  for (int i = 0; i < n; ++i) {
+    CAPTURE(i);
+    const Completion& g = got[(size_t)i];
+    if (!g.error.empty()) {
+      ++failed;
+      MESSAGE(g.error);
+      CHECK(g.error.find(p1.url()) != std::string::npos);
+      continue;
+    }
+    CHECK(g.ids == want[(size_t)i]);
+  }
+  CHECK(failed >= 1);
+  CHECK(failed < n);
+  require_no_blocks_held(decode);
+  require_no_blocks_held(p2);
 }
