@@ -230,6 +230,8 @@ TEST_CASE("disagg serve: wrong role flags are refused in one line naming the fla
            {{"-m", m, "--kv-listen", "127.0.0.1:0"}, "tessera: --kv-listen: only with --role decode"},
            {{"-m", m, "--prefill", "http://127.0.0.1:9"}, "tessera: --prefill: only with --role router"},
            {{"--role", "decode"}, "tessera: -m: required (a model file, or synthetic[:TYPE])"},
+           {{"--role", "router", "--colocated", "http://127.0.0.1:7", "--prefill", "http://127.0.0.1:9"},
+            "tessera: --colocated: not with --prefill or --decode (a router serves one way)"},
        }) {
     std::vector<std::string> args = {"serve", "--port", "0"};
     args.insert(args.end(), b.args.begin(), b.args.end());
@@ -301,4 +303,30 @@ TEST_CASE("disagg serve: a prefill worker killed mid-prefill fails its own reque
   CHECK(failed < n);
   require_no_blocks_held(decode);
   require_no_blocks_held(p2);
+}
+
+TEST_CASE("disagg serve: a router over colocated workers (the baseline bench serve compares with) spreads requests and gives run.c's ids") {
+  ServerProcess w1({"-m", model_path("stories260K.bin"), "--kv-type", "f32"});
+  ServerProcess w2({"-m", model_path("stories260K.bin"), "--kv-type", "f32"});
+  ServerProcess router({"--role", "router", "--colocated", w1.url() + "," + w2.url()});
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  std::vector<std::thread> clients;
+  std::vector<Completion> got(2 * cases.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto c = router.client();
+      const auto prompt = parse_ids(cases[i % cases.size()].prompt_ids);
+      got[i] = complete(c, request_body(prompt, 201 - prompt.size(), i % 2 == 0));
+    });
+  for (auto& t : clients) t.join();
+  std::set<std::string> used;
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    const auto& gc = cases[i % cases.size()];
+    const auto prompt = parse_ids(gc.prompt_ids);
+    CHECK(got[i].error == "");
+    CHECK(got[i].ids == std::vector<int32_t>(gc.full_ids.begin() + (long)prompt.size(), gc.full_ids.end()));
+    used.insert(got[i].decode_worker);
+  }
+  CHECK(used.size() == 2);
 }

@@ -25,7 +25,7 @@ struct ServeFlags {
   EngineFlags engine;
   ServeOptions serve;
   std::string kv_listen;
-  std::vector<std::string> prefill_urls, decode_urls;
+  std::vector<std::string> prefill_urls, decode_urls, colocated_urls;
 } f;
 
 CLI::App* serve_app = nullptr;
@@ -37,15 +37,21 @@ Status check_roles() {
   if (!role.empty() && role != "prefill" && role != "decode" && role != "router")
     return invalid_argument("--role: '" + role + "' not in {prefill,decode,router}");
   if (!f.kv_listen.empty() && role != "decode") return invalid_argument("--kv-listen: only with --role decode");
-  if ((!f.prefill_urls.empty() || !f.decode_urls.empty()) && role != "router")
-    return invalid_argument(std::string(f.prefill_urls.empty() ? "--decode" : "--prefill") + ": only with --role router");
+  if ((!f.prefill_urls.empty() || !f.decode_urls.empty() || !f.colocated_urls.empty()) && role != "router")
+    return invalid_argument(std::string(!f.prefill_urls.empty() ? "--prefill" : !f.decode_urls.empty() ? "--decode" : "--colocated") +
+                            ": only with --role router");
   if (role == "router") {
-    if (f.prefill_urls.empty()) return invalid_argument("--prefill: --role router needs at least one prefill worker URL");
-    if (f.decode_urls.empty()) return invalid_argument("--decode: --role router needs at least one decode worker URL");
-    for (const auto* list : {&f.prefill_urls, &f.decode_urls})
+    if (!f.colocated_urls.empty() && (!f.prefill_urls.empty() || !f.decode_urls.empty()))
+      return invalid_argument("--colocated: not with --prefill or --decode (a router serves one way)");
+    if (f.colocated_urls.empty()) {
+      if (f.prefill_urls.empty()) return invalid_argument("--prefill: --role router needs at least one prefill worker URL");
+      if (f.decode_urls.empty()) return invalid_argument("--decode: --role router needs at least one decode worker URL");
+    }
+    for (const auto* list : {&f.prefill_urls, &f.decode_urls, &f.colocated_urls})
       for (const std::string& u : *list)
         if (u.rfind("http://", 0) != 0)
-          return invalid_argument(std::string(list == &f.prefill_urls ? "--prefill" : "--decode") + ": '" + u + "' is not an http://HOST:PORT URL");
+          return invalid_argument(std::string(list == &f.prefill_urls ? "--prefill" : list == &f.decode_urls ? "--decode" : "--colocated") +
+                                  ": '" + u + "' is not an http://HOST:PORT URL");
     if (!f.model.empty()) return invalid_argument("-m: --role router serves no model itself (its workers do)");
     return Status::ok();
   }
@@ -73,6 +79,7 @@ int router_main() {
   o.port = f.serve.port;
   o.prefill = f.prefill_urls;
   o.decode = f.decode_urls;
+  o.colocated = f.colocated_urls;
   o.api_key = f.serve.api_key;
   if (f.serve.threads > 0) o.threads = f.serve.threads;
   return serve_router(o);
@@ -117,6 +124,9 @@ Subcommand add_serve(CLI::App& app) {
       ->check(CLI::Range(1, 3600000));
   s->add_option("--prefill", f.prefill_urls, "--role router: prefill workers' URLs, http://HOST:PORT, comma-separated")->delimiter(',');
   s->add_option("--decode", f.decode_urls, "--role router: decode workers' URLs, http://HOST:PORT, comma-separated")->delimiter(',');
+  s->add_option("--colocated", f.colocated_urls,
+                "--role router, instead of --prefill/--decode: plain workers' URLs, each request served whole by the least loaded")
+      ->delimiter(',');
   s->add_option("-z,--tokenizer", f.tokenizer, "llama2.c tokenizer.bin (default: the model's own)");
   s->add_option("--host", o.host, "address to listen on (default 127.0.0.1)");
   s->add_option("--port", o.port, "port to listen on; 0 picks a free one (default 8080)")->check(CLI::Range(0, 65535));

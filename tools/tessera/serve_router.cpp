@@ -85,12 +85,12 @@ struct Relay {
 struct Router {
   const RouterOptions& opt;
   httplib::Server http;
-  std::vector<std::unique_ptr<Worker>> prefill, decode;
+  std::vector<std::unique_ptr<Worker>> prefill, decode, colocated;
   std::atomic<bool> stopping{false};
   std::atomic<int64_t> requests{0}, failed{0};
 
   explicit Router(const RouterOptions& o) : opt(o) {
-    for (auto* list : {&o.prefill, &o.decode})
+    for (auto* list : {&o.prefill, &o.decode, &o.colocated})
       for (const std::string& u : *list) {
         auto w = std::make_unique<Worker>();
         w->url = u;
@@ -98,12 +98,12 @@ struct Router {
         const size_t colon = rest.rfind(':');
         w->host = rest.substr(0, colon);
         w->port = colon == std::string::npos ? 80 : std::atoi(rest.substr(colon + 1).c_str());
-        (list == &o.prefill ? prefill : decode).push_back(std::move(w));
+        (list == &o.prefill ? prefill : list == &o.decode ? decode : colocated).push_back(std::move(w));
       }
   }
 
   void poll_once() {
-    for (auto* list : {&prefill, &decode})
+    for (auto* list : {&prefill, &decode, &colocated})
       for (auto& w : *list) {
         auto c = w->client(1);
         auto r = c.Get("/load");
@@ -118,8 +118,8 @@ struct Router {
           w->kv_usage = j.value("kv_usage", 0.0);
           w->kv_address = j.value("kv_address", std::string());
         }
-        const std::string want = list == &prefill ? "prefill" : "decode";
-        w->healthy = j.value("role", std::string()) == want && (want == "prefill" || !w->kv_address.empty());
+        const std::string want = list == &prefill ? "prefill" : list == &decode ? "decode" : "colocated";
+        w->healthy = j.value("role", std::string()) == want && (want != "decode" || !w->kv_address.empty());
       }
   }
 
@@ -140,13 +140,24 @@ struct Router {
         if (w->healthy) return true;
       return false;
     };
-    return any(prefill) && any(decode);
+    return colocated.empty() ? any(prefill) && any(decode) : any(colocated);
   }
 
   void generate(const std::string& path, const httplib::Request& req, httplib::Response& res) {
     ++requests;
     json body = json::parse(req.body, nullptr, false);
     if (body.is_discarded() || !body.is_object()) return send_error(res, 400, "the body must be a JSON object", "invalid_request_error");
+    const bool stream = body.value("stream", false);
+    if (!colocated.empty()) {
+      Worker* w = pick(colocated, true);
+      if (!w) {
+        ++failed;
+        return send_error(res, 503, "no healthy worker", "service_unavailable");
+      }
+      res.set_header("X-Tessera-Decode", w->url);
+      ++w->in_flight;
+      return forward(w, path, req.body, stream, res);
+    }
     Worker* p = pick(prefill, false);
     Worker* d = pick(decode, true);
     if (!p || !d) {
@@ -159,7 +170,6 @@ struct Router {
       kv_address = d->kv_address;
     }
     const std::string id = hex(random_id());
-    const bool stream = body.value("stream", false);
     json to_prefill = body;
     to_prefill["stream"] = false;
     to_prefill.erase("stream_options");
@@ -195,10 +205,15 @@ struct Router {
     // Which workers served it, for operators and tests.
     res.set_header("X-Tessera-Prefill", p->url);
     res.set_header("X-Tessera-Decode", d->url);
+    forward(d, path, to_decode.dump(), stream, res);
+  }
 
+  // Sends the request to worker d (whose in_flight the caller counted) and
+  // relays its answer: whole, or its event stream as it comes.
+  void forward(Worker* d, const std::string& path, const std::string& payload, bool stream, httplib::Response& res) {
     if (!stream) {
       auto c = d->client(opt.read_timeout_s);
-      auto r = c.Post(path.c_str(), to_decode.dump(), "application/json");
+      auto r = c.Post(path.c_str(), payload, "application/json");
       --d->in_flight;
       if (!r) {
         ++failed;
@@ -213,7 +228,7 @@ struct Router {
 
     auto relay = std::make_shared<Relay>();
     // The upstream call on its own thread; the client's provider takes its bytes.
-    std::thread upstream([this, d, relay, path, payload = to_decode.dump()] {
+    std::thread upstream([this, d, relay, path, payload] {
       auto c = d->client(opt.read_timeout_s);
       httplib::Request up;
       up.method = "POST";
@@ -307,11 +322,11 @@ struct Router {
     // Every worker as the router last saw it.
     http.Get("/load", [this](const httplib::Request&, httplib::Response& res) {
       json j = {{"role", "router"}, {"requests", requests.load()}, {"failed", failed.load()}, {"workers", json::array()}};
-      for (auto* list : {&prefill, &decode})
+      for (auto* list : {&prefill, &decode, &colocated})
         for (auto& w : *list) {
           std::lock_guard l(w->mu);
           j["workers"].push_back({{"url", w->url},
-                                  {"role", list == &prefill ? "prefill" : "decode"},
+                                  {"role", list == &prefill ? "prefill" : list == &decode ? "decode" : "colocated"},
                                   {"healthy", w->healthy.load()},
                                   {"queue", w->queue},
                                   {"in_flight", w->in_flight.load()},
@@ -320,8 +335,8 @@ struct Router {
       res.set_content(j.dump(), "application/json");
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      Worker* d = pick(decode, true);
-      if (!d) return send_error(res, 503, "no healthy decode worker", "service_unavailable");
+      Worker* d = pick(colocated.empty() ? decode : colocated, true);
+      if (!d) return send_error(res, 503, "no healthy worker", "service_unavailable");
       auto r = d->client(5).Get("/v1/models");
       if (!r) return send_error(res, 502, "decode worker " + d->url + ": no answer");
       res.status = r->status;
@@ -364,7 +379,10 @@ int serve_router(const RouterOptions& options) {
   }
   std::printf("listening on http://%s:%d\n", options.host.c_str(), port);
   std::fflush(stdout);
-  std::fprintf(stderr, "tessera: router over %zu prefill and %zu decode workers\n", options.prefill.size(), options.decode.size());
+  if (options.colocated.empty())
+    std::fprintf(stderr, "tessera: router over %zu prefill and %zu decode workers\n", options.prefill.size(), options.decode.size());
+  else
+    std::fprintf(stderr, "tessera: router over %zu colocated workers\n", options.colocated.size());
   std::thread listener([&] { r.http.listen_after_bind(); });
   std::thread poller([&] {
     while (!r.stopping) {

@@ -18,6 +18,9 @@ struct RouterOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::vector<std::string> prefill, decode;  // worker base URLs, http://HOST:PORT
+  // Instead: plain `tessera serve` workers, each request served whole by the
+  // least loaded (the colocated baseline disaggregation is measured against).
+  std::vector<std::string> colocated;
   std::string api_key;
   int threads = 64;
   int read_timeout_s = 300, write_timeout_s = 30;
