@@ -37,13 +37,23 @@ void KvReceiver::run() {
   const size_t cap = std::max<size_t>(sizeof(BlocksHeader) + (size_t)max_blocks_ * largest,
                                       64 + shape_.pool_block_bytes.size() * 8 + (size_t)max_blocks_ * shape_.block_size * 4);
   std::vector<std::byte> buf(cap);
+  std::unique_ptr<UcxPending> pending;
   while (!stop_) {
     // Accept whoever connected (endpoints are made as a peer asks; messages
     // come from any of them).
     while (transport_->accept(0).has_value()) {
     }
-    auto got = transport_->recv(0, 0, buf, 200);
-    if (got) on_message(got->tag, std::span(buf.data(), got->bytes));
+    // One receive posted at a time, polled without cancelling it: a large
+    // message may take longer than a poll, and keeps the buffer until done.
+    if (!pending) {
+      auto p = transport_->recv_async(0, 0, buf);
+      if (p) pending = std::move(*p);
+    }
+    if (pending) {
+      auto got = pending->poll(200);
+      if (!got || *got) pending.reset();
+      if (got && *got) on_message((*got)->tag, std::span(buf.data(), (*got)->bytes));
+    }
     expire();
   }
 }
@@ -54,7 +64,7 @@ void KvReceiver::on_message(uint64_t tag, std::span<const std::byte> bytes) {
   switch (tag_kind(tag)) {
     case WireKind::begin: {
       Transfer& t = transfers_[id];
-      t.started = Clock::now();
+      t.touched = Clock::now();
       auto m = decode_begin(bytes);
       if (!m) {
         t.error = m.status().message();
@@ -77,6 +87,7 @@ void KvReceiver::on_message(uint64_t tag, std::span<const std::byte> bytes) {
       auto it = transfers_.find(id);
       if (it == transfers_.end() || !it->second.begun || !it->second.error.empty()) break;  // aborted or dropped: ignore the rest
       Transfer& t = it->second;
+      t.touched = Clock::now();
       BlocksHeader h;
       if (bytes.size() < sizeof h) {
         t.error = "kv transfer: a blocks message of " + std::to_string(bytes.size()) + " bytes";
@@ -98,6 +109,7 @@ void KvReceiver::on_message(uint64_t tag, std::span<const std::byte> bytes) {
       auto it = transfers_.find(id);
       if (it == transfers_.end() || !it->second.begun || !it->second.error.empty()) break;
       Transfer& t = it->second;
+      t.touched = Clock::now();
       CommitMessage c;
       if (bytes.size() != sizeof c) {
         t.error = "kv transfer: a commit message of " + std::to_string(bytes.size()) + " bytes";
@@ -117,7 +129,7 @@ void KvReceiver::on_message(uint64_t tag, std::span<const std::byte> bytes) {
     }
     case WireKind::abort: {
       Transfer& t = transfers_[id];
-      t.started = Clock::now();
+      t.touched = Clock::now();
       t.error = "kv transfer aborted by the prefill worker: " + std::string((const char*)bytes.data(), bytes.size());
       break;
     }
@@ -126,16 +138,16 @@ void KvReceiver::on_message(uint64_t tag, std::span<const std::byte> bytes) {
 }
 
 void KvReceiver::expire() {
-  // A transfer nobody claimed within twice the timeout: its request went elsewhere or died.
+  // A transfer silent for twice the timeout and not claimed: its request went elsewhere or died.
   const auto now = Clock::now();
   std::lock_guard l(mu_);
-  std::erase_if(transfers_, [&](const auto& kv) { return now - kv.second.started > std::chrono::milliseconds(2 * options_.ucx.timeout_ms); });
+  std::erase_if(transfers_, [&](const auto& kv) { return now - kv.second.touched > std::chrono::milliseconds(2 * options_.ucx.timeout_ms); });
 }
 
 void KvReceiver::abort(uint64_t transfer_id, const std::string& why) {
   std::lock_guard l(mu_);
   Transfer& t = transfers_[transfer_id];
-  t.started = Clock::now();
+  t.touched = Clock::now();
   if (!t.committed) t.error = why;
   cv_.notify_all();
 }

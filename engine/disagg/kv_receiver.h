@@ -5,7 +5,8 @@
 // committed and hands it to the engine (submit_imported: blocks allocated in
 // this engine's own BlockManager, the bytes written into them, decoding
 // continues). A transfer that is aborted, or not committed within the
-// timeout, fails the request waiting for it; one nobody claims is dropped.
+// timeout, fails the request waiting for it; one nobody claims for twice the
+// timeout after its last message is dropped.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -45,7 +46,7 @@ class KvReceiver {
 
  private:
   struct Transfer {
-    std::chrono::steady_clock::time_point started;
+    std::chrono::steady_clock::time_point touched;  // its last message (or abort)
     KvImport import;
     std::vector<int32_t> prompt;
     int64_t blocks_received = 0;  // (pool, block) pairs

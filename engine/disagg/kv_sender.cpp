@@ -54,12 +54,16 @@ struct Outbox {
 
 Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& decode, uint64_t transfer_id) {
   if (transfer_id == 0 || transfer_id >> kTransferIdBits) return invalid_argument("kv transfer: id must be in [1, 2^60)");
-  TS_ASSIGN_OR_RETURN(EndpointId ep, endpoint(decode));
   const KvShape shape = kv_shape(engine_.kv());
   const std::vector<std::byte> begin = encode_begin({shape, request.prompt});
-  if (Status st = transport_->send(ep, wire_tag(transfer_id, WireKind::begin), begin); !st.is_ok()) {
+  // A kept endpoint may be stale (the decode worker restarted): one retry on a fresh one.
+  EndpointId ep = 0;
+  for (int attempt = 0;; ++attempt) {
+    TS_ASSIGN_OR_RETURN(ep, endpoint(decode));
+    const Status st = transport_->send(ep, wire_tag(transfer_id, WireKind::begin), begin);
+    if (st.is_ok()) break;
     drop_endpoint(decode);
-    return st.with_context("kv transfer to " + decode.to_string());
+    if (attempt == 1) return st.with_context("kv transfer to " + decode.to_string());
   }
 
   auto box = std::make_shared<Outbox>();

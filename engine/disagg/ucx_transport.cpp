@@ -129,6 +129,26 @@ class UcxTransportImpl final : public UcxTransport {
   // deadline; returns its final status. On a timeout it cancels: a receive
   // by ucp_request_cancel, a send by force-closing `ep`.
   ucs_status_t wait_request(void* req, Clock::time_point deadline, EndpointId ep, ucp_tag_recv_info_t* info, bool* timed_out);
+  // Progresses up to `ms` while the request runs; its status (freed) once
+  // done, UCS_INPROGRESS (kept) otherwise.
+  ucs_status_t poll_request(void* req, int ms, ucp_tag_recv_info_t* info) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(ms);
+    auto last_progress = Clock::now();
+    for (;;) {
+      {
+        std::lock_guard l(mu_);
+        if (ucp_worker_progress(worker_) != 0) last_progress = Clock::now();
+        const ucs_status_t st = info ? ucp_tag_recv_request_test(req, info) : ucp_request_check_status(req);
+        if (st != UCS_INPROGRESS) {
+          ucp_request_free(req);
+          return st;
+        }
+      }
+      if (Clock::now() >= deadline) return UCS_INPROGRESS;
+      if (Clock::now() - last_progress < std::chrono::milliseconds(2)) std::this_thread::yield();
+      else progress_or_sleep(1);
+    }
+  }
   void on_endpoint_error(EndpointId id, ucs_status_t st) {
     auto it = endpoints_.find(id);  // called inside progress, under mu_
     if (it != endpoints_.end()) it->second.failed = st;
@@ -162,10 +182,23 @@ class PendingImpl final : public UcxPending {
  public:
   PendingImpl(UcxTransportImpl* t, void* req, EndpointId ep, const char* call, bool is_recv, size_t capacity)
       : t_(t), req_(req), ep_(ep), call_(call), is_recv_(is_recv), capacity_(capacity) {}
+  // A receive nobody waits for any more is cancelled at once; a send is given
+  // the transport's timeout to finish.
   ~PendingImpl() override {
-    if (req_) (void)wait(-1);
+    if (req_) (void)wait(is_recv_ ? 0 : -1);
   }
   void set_immediate(UcxReceived r) { immediate_ = r; }
+  Expected<std::optional<UcxReceived>> poll(int ms) override {
+    if (!req_) return std::optional<UcxReceived>(immediate_);
+    ucp_tag_recv_info_t info{};
+    const ucs_status_t st = t_->poll_request(req_, ms, is_recv_ ? &info : nullptr);
+    if (st == UCS_INPROGRESS) return std::optional<UcxReceived>();
+    req_ = nullptr;
+    if (st == UCS_ERR_MESSAGE_TRUNCATED)
+      return ucx_error(call_, st, "the message is longer than the " + std::to_string(capacity_) + "-byte buffer");
+    if (st != UCS_OK) return ucx_error(call_, st);
+    return std::optional<UcxReceived>(UcxReceived{info.sender_tag, info.length});
+  }
   Expected<UcxReceived> wait(int timeout_ms) override {
     if (!req_) return immediate_;
     if (timeout_ms < 0) timeout_ms = t_->options().timeout_ms;

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,6 +70,10 @@ class UcxPending {
   // Until done or timeout_ms (-1: the transport's timeout); on a timeout the
   // operation is cancelled (a send by closing its endpoint) before this returns.
   virtual Expected<UcxReceived> wait(int timeout_ms = -1) = 0;
+  // Progresses for up to `ms`: the result once done, nullopt while still in
+  // flight (nothing is cancelled: a receive matched to a large message keeps
+  // its buffer until it completes).
+  virtual Expected<std::optional<UcxReceived>> poll(int ms) = 0;
 };
 
 class UcxTransport {

@@ -177,31 +177,34 @@ struct Router {
     json to_decode = body;
     to_decode["kv_transfer"] = {{"id", id}};
 
-    // The prefill runs beside the decode request, which waits for its K/V.
-    // If it fails, the decode worker is told at once, so the request ends
-    // with this error instead of waiting out the transfer's timeout.
+    // The prefill first: its answer comes once every block has crossed to
+    // the decode worker and the transfer is committed there (the blocks
+    // travel while the prompt computes, chunk by chunk). Only then does the
+    // decode worker get the request, so a request queued behind others at
+    // the prefill worker never waits out the decode worker's transfer timeout.
+    // Both count the request from now, so requests arriving together spread.
     ++p->in_flight;
     ++d->in_flight;
-    std::thread prefill_call([this, p, d, id, path, payload = to_prefill.dump()] {
-      auto c = p->client(opt.read_timeout_s);
-      auto r = c.Post(path.c_str(), payload, "application/json");
-      --p->in_flight;
-      if (r && r->status == 200) return;
+    auto pr = p->client(opt.read_timeout_s).Post(path.c_str(), to_prefill.dump(), "application/json");
+    --p->in_flight;
+    if (!pr || pr->status != 200) {
+      --d->in_flight;
+      ++failed;
       std::string why = "prefill worker " + p->url + ": ";
-      if (!r) {
-        why += "no answer (" + httplib::to_string(r.error()) + ")";
+      int status = 502;
+      if (!pr) {
+        why += "no answer (" + httplib::to_string(pr.error()) + ")";
         p->healthy = false;
       } else {
-        json e = json::parse(r->body, nullptr, false);
-        why += e.is_object() && e.contains("error") ? e["error"].value("message", r->body) : r->body;
+        json e = json::parse(pr->body, nullptr, false);
+        why += e.is_object() && e.contains("error") && e["error"].is_object() ? e["error"].value("message", pr->body) : pr->body;
+        status = pr->status;
       }
-      auto dc = d->client(5);
-      (void)dc.Post("/kv/abort", json{{"id", id}, {"error", why}}.dump(), "application/json");
-    });
-    struct Join {
-      std::thread& t;
-      ~Join() { t.join(); }
-    } join_prefill{prefill_call};
+      // Whatever reached the decode worker of this transfer is dropped now.
+      (void)d->client(5).Post("/kv/abort", json{{"id", id}, {"error", why}}.dump(), "application/json");
+      res.set_header("X-Tessera-Prefill", p->url);
+      return send_error(res, status, why, status < 500 ? "invalid_request_error" : "internal_error");
+    }
     // Which workers served it, for operators and tests.
     res.set_header("X-Tessera-Prefill", p->url);
     res.set_header("X-Tessera-Decode", d->url);
