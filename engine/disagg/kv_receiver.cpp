@@ -167,9 +167,16 @@ Expected<std::shared_ptr<RequestState>> KvReceiver::submit(Request request, uint
     });
     auto it = transfers_.find(transfer_id);
     if (!ready || it == transfers_.end()) {
-      if (it != transfers_.end()) transfers_.erase(it);
-      else transfers_[transfer_id] = Transfer{Clock::now(), {}, {}, 0, false, false, "timed out"};  // late messages are ignored
-      return io_error("kv transfer: no K/V from the prefill worker within " + std::to_string(options_.ucx.timeout_ms) + " ms");
+      // Say how far it got; keep an entry that swallows whatever comes late.
+      std::string got = "nothing arrived";
+      if (it != transfers_.end() && it->second.begun)
+        got = "begun, " + std::to_string(it->second.blocks_received) + " of " +
+              std::to_string((int64_t)it->second.import.payload.n_blocks * (int64_t)shape_.pool_block_bytes.size()) +
+              " blocks, no commit";
+      Transfer& t = transfers_[transfer_id];
+      t.touched = Clock::now();
+      t.error = "timed out";
+      return io_error("kv transfer: no K/V from the prefill worker within " + std::to_string(options_.ucx.timeout_ms) + " ms (" + got + ")");
     }
     t = std::move(it->second);
     transfers_.erase(it);

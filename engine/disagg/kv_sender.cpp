@@ -132,13 +132,17 @@ Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& deco
   const SequenceResult& seq = result.sequences.at(0);
   if (seq.finish == FinishReason::error || seq.finish == FinishReason::cancelled) {
     const std::string why = seq.finish == FinishReason::error ? seq.error : "the prefill was cancelled";
-    (void)transport_->send(ep, wire_tag(transfer_id, WireKind::abort), std::as_bytes(std::span(why)));
+    if (transport_->send(ep, wire_tag(transfer_id, WireKind::abort), std::as_bytes(std::span(why))).is_ok()) (void)transport_->flush(ep);
     return io_error("prefill: " + why);
   }
   CommitMessage c;
   c.first_token = r->first_sampled.load();
   c.rng_state = r->rng_after_first.load();
-  if (Status st = transport_->send(ep, wire_tag(transfer_id, WireKind::commit), std::as_bytes(std::span(&c, 1))); !st.is_ok()) {
+  // The commit, then a flush: the prefill answers only once the decode
+  // worker has every byte (nothing here progresses the wire after this).
+  Status st = transport_->send(ep, wire_tag(transfer_id, WireKind::commit), std::as_bytes(std::span(&c, 1)));
+  if (st.is_ok()) st = transport_->flush(ep);
+  if (!st.is_ok()) {
     drop_endpoint(decode);
     return st.with_context("kv transfer to " + decode.to_string());
   }

@@ -116,6 +116,7 @@ class UcxTransportImpl final : public UcxTransport {
   Expected<EndpointId> accept(int timeout_ms) override;
   Expected<EndpointId> connect(const HostPort& peer) override;
   void close(EndpointId ep) override;
+  Status flush(EndpointId ep) override;
   Status send(EndpointId ep, uint64_t tag, std::span<const std::byte> bytes) override;
   Expected<UcxReceived> recv(uint64_t want, uint64_t mask, std::span<std::byte> into, int timeout_ms) override;
   Expected<std::unique_ptr<UcxPending>> send_async(EndpointId ep, uint64_t tag, std::span<const std::byte> bytes) override;
@@ -432,6 +433,23 @@ void UcxTransportImpl::close(EndpointId id) {
   }
   std::lock_guard l(mu_);
   error_args_.erase(id);
+}
+
+Status UcxTransportImpl::flush(EndpointId id) {
+  void* req = nullptr;
+  {
+    std::lock_guard l(mu_);
+    TS_ASSIGN_OR_RETURN(ucp_ep_h ep, endpoint(id));
+    ucp_request_param_t p{};
+    req = ucp_ep_flush_nbx(ep, &p);
+  }
+  if (UCS_PTR_IS_ERR(req)) return ucx_error("ucp_ep_flush_nbx", UCS_PTR_STATUS(req));
+  if (!req) return Status::ok();
+  bool timed_out = false;
+  const ucs_status_t st = wait_request(req, Clock::now() + std::chrono::milliseconds(options_.timeout_ms), id, nullptr, &timed_out);
+  if (timed_out) return io_error("ucp_ep_flush_nbx: timed out after " + std::to_string(options_.timeout_ms) + " ms");
+  if (st != UCS_OK) return ucx_error("ucp_ep_flush_nbx", st);
+  return Status::ok();
 }
 
 Expected<ucp_ep_h> UcxTransportImpl::endpoint(EndpointId id) {

@@ -88,6 +88,11 @@ class UcxTransport {
   // The next connection a peer made to the listener, waiting up to timeout_ms.
   virtual Expected<EndpointId> accept(int timeout_ms) = 0;
   virtual Expected<EndpointId> connect(const HostPort& peer) = 0;
+  // Waits until everything sent on the endpoint has left this process and
+  // reached the peer (ucp_ep_flush_nbx). A send completes once UCX holds the
+  // bytes; over TCP the tail of a message may still sit in UCX's queue, and
+  // only progress here pushes it out, so a sender that goes idle flushes.
+  virtual Status flush(EndpointId ep) = 0;
   // Closes the endpoint (flushing what was sent); unknown ids are a no-op.
   virtual void close(EndpointId ep) = 0;
 
