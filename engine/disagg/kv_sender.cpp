@@ -56,11 +56,13 @@ Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& deco
   if (transfer_id == 0 || transfer_id >> kTransferIdBits) return invalid_argument("kv transfer: id must be in [1, 2^60)");
   const KvShape shape = kv_shape(engine_.kv());
   const std::vector<std::byte> begin = encode_begin({shape, request.prompt});
-  // A kept endpoint may be stale (the decode worker restarted): one retry on a fresh one.
+  // A kept endpoint may be stale (the decode worker restarted): one retry on a
+  // fresh one. The begin message goes with the first chunk, not now: the
+  // request may queue here for longer than the receiver keeps a silent transfer.
   EndpointId ep = 0;
   for (int attempt = 0;; ++attempt) {
     TS_ASSIGN_OR_RETURN(ep, endpoint(decode));
-    const Status st = transport_->send(ep, wire_tag(transfer_id, WireKind::begin), begin);
+    const Status st = transport_->flush(ep);
     if (st.is_ok()) break;
     drop_endpoint(decode);
     if (attempt == 1) return st.with_context("kv transfer to " + decode.to_string());
@@ -102,6 +104,7 @@ Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& deco
 
   PrefillOutcome out;
   Status wire = Status::ok();
+  bool begun = false;
   for (;;) {
     std::vector<std::byte> msg;
     {
@@ -111,7 +114,11 @@ Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& deco
       msg = std::move(box->messages.front());
       box->messages.pop_front();
     }
-    wire = transport_->send(ep, wire_tag(transfer_id, WireKind::blocks), msg);
+    if (!begun) {
+      wire = transport_->send(ep, wire_tag(transfer_id, WireKind::begin), begin);
+      begun = wire.is_ok();
+    }
+    if (wire.is_ok()) wire = transport_->send(ep, wire_tag(transfer_id, WireKind::blocks), msg);
     if (!wire.is_ok()) {
       {
         std::lock_guard l(box->mu);
@@ -135,6 +142,7 @@ Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& deco
     if (transport_->send(ep, wire_tag(transfer_id, WireKind::abort), std::as_bytes(std::span(why))).is_ok()) (void)transport_->flush(ep);
     return io_error("prefill: " + why);
   }
+  if (!begun) return internal_error("kv transfer: the prefill finished without handing over a block");
   CommitMessage c;
   c.first_token = r->first_sampled.load();
   c.rng_state = r->rng_after_first.load();

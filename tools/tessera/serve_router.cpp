@@ -182,6 +182,9 @@ struct Router {
     // travel while the prompt computes, chunk by chunk). Only then does the
     // decode worker get the request, so a request queued behind others at
     // the prefill worker never waits out the decode worker's transfer timeout.
+    // Which workers serve it, for operators and tests.
+    res.set_header("X-Tessera-Prefill", p->url);
+    res.set_header("X-Tessera-Decode", d->url);
     // Both count the request from now, so requests arriving together spread.
     ++p->in_flight;
     ++d->in_flight;
@@ -190,7 +193,9 @@ struct Router {
     if (!pr || pr->status != 200) {
       --d->in_flight;
       ++failed;
-      std::string why = "prefill worker " + p->url + ": ";
+      // Named by both workers: a decode worker that went away fails the
+      // prefill's transfer to it.
+      std::string why = "prefill worker " + p->url + " (for decode worker " + d->url + "): ";
       int status = 502;
       if (!pr) {
         why += "no answer (" + httplib::to_string(pr.error()) + ")";
@@ -202,12 +207,8 @@ struct Router {
       }
       // Whatever reached the decode worker of this transfer is dropped now.
       (void)d->client(5).Post("/kv/abort", json{{"id", id}, {"error", why}}.dump(), "application/json");
-      res.set_header("X-Tessera-Prefill", p->url);
       return send_error(res, status, why, status < 500 ? "invalid_request_error" : "internal_error");
     }
-    // Which workers served it, for operators and tests.
-    res.set_header("X-Tessera-Prefill", p->url);
-    res.set_header("X-Tessera-Decode", d->url);
     forward(d, path, to_decode.dump(), stream, res);
   }
 
