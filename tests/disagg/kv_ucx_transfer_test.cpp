@@ -125,3 +125,32 @@ TEST_CASE("disagg: an aborted or never-sent transfer fails the request waiting f
   CHECK((*receiver)->pending() == 0);
   require_idle_and_empty(*b.engine);
 }
+
+TEST_CASE("disagg: a prefill that queues longer than the receiver keeps a silent transfer still arrives whole" * needs(ucx_build())) {
+  // The receiver drops a transfer silent for twice its timeout (600 ms here);
+  // the request waits behind a step that takes 900 ms before its first chunk.
+  EngineSetup sa = setup(64);
+  sa.config.scheduler.max_num_seqs = 1;
+  TestEngine a = open_test_engine(sa);
+  TestEngine b = open_test_engine(setup(64));
+  auto receiver = KvReceiver::create(*b.engine, {.host = "127.0.0.1", .port = 0, .ucx = {.timeout_ms = 300}});
+  REQUIRE(receiver.has_value());
+  auto sender = KvSender::create(*a.engine, {.timeout_ms = 2000});
+  REQUIRE(sender.has_value());
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
+  Request slow = cases[0].request;
+  slow.max_tokens = 1;
+  auto blocker = a->submit_prefill(slow, [](const KvChunk&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(900));
+    return Status::ok();
+  });
+  REQUIRE(blocker.has_value());
+  auto o = (*sender)->prefill(cases[1].request, {"127.0.0.1", (*receiver)->port()}, 77);
+  REQUIRE_MESSAGE(o.has_value(), o.status().message());
+  auto h = (*receiver)->submit(cases[1].request, 77, Delivery::result, {});
+  REQUIRE_MESSAGE(h.has_value(), h.status().message());
+  CHECK(join_ids(full_ids(cases[1], (*h)->wait())) == join_ids(cases[1].full_ids));
+  (*blocker)->wait();
+  require_idle_and_empty(*a.engine);
+  require_idle_and_empty(*b.engine);
+}
