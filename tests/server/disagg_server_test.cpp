@@ -330,3 +330,44 @@ TEST_CASE("disagg serve: a router over colocated workers (the baseline bench ser
   }
   CHECK(used.size() == 2);
 }
+
+TEST_CASE("disagg serve: text prompts, encoded by each worker alike, give run.c's ids and text (llama-2-tiny-random, aidreams260K)" *
+          needs(ucx_cli())) {
+  struct Model {
+    std::vector<std::string> args;
+    std::string reference;
+  };
+  for (const Model& m : {Model{{"-m", model_path("llama-2-tiny-random.gguf")}, "reference/llama-2-tiny-random.greedy.tsv"},
+                         Model{{"-m", model_path("aidreams260K.bin"), "-z", model_path("aidreams260K.tok512.bin")},
+                               "reference/aidreams260K.greedy.tsv"}}) {
+    CAPTURE(m.reference);
+    auto with = [&](std::vector<std::string> more) {
+      std::vector<std::string> a = m.args;
+      a.insert(a.end(), {"--kv-type", "f32"});
+      a.insert(a.end(), more.begin(), more.end());
+      return a;
+    };
+    ServerProcess decode(with({"--role", "decode"}));
+    ServerProcess prefill(with({"--role", "prefill", "--max-prefill-chunk", "5"}));
+    ServerProcess router({"--role", "router", "--prefill", prefill.url(), "--decode", decode.url()});
+    auto rc = router.client();
+    auto dc = decode.client();
+    const auto cases = read_text_cases(shared_path(m.reference));
+    REQUIRE(!cases.empty());
+    for (const auto& gc : cases) {
+      CAPTURE(gc.prompt_text);
+      auto tok = post_json(dc, "/tokenize", json{{"prompt", gc.prompt_text}}.dump());
+      REQUIRE(tok.status == 200);
+      const auto prompt = ints(tok.body["tokens"]);
+      const std::vector<int32_t> want(gc.full_ids.begin() + (long)prompt.size(), gc.full_ids.end());
+      json body = {{"prompt", gc.prompt_text}, {"max_tokens", want.size()}, {"temperature", 0}, {"return_token_ids", true},
+                   {"ignore_eos", true}, {"stop_token_ids", {1}}};
+      auto r = post_json(rc, "/v1/completions", body.dump());
+      REQUIRE_MESSAGE(r.status == 200, r.text);
+      CHECK(ints(r.body["choices"][0]["token_ids"]) == want);
+      CHECK(gc.prompt_text + r.body["choices"][0]["text"].get<std::string>() == gc.text);
+    }
+    require_no_blocks_held(prefill);
+    require_no_blocks_held(decode);
+  }
+}
