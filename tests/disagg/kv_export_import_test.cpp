@@ -223,3 +223,28 @@ TEST_CASE("disagg: imports beyond the decode engine's sequence slots and KV bloc
   require_no_leak(*a.engine);
   require_no_leak(*b.engine);
 }
+
+TEST_CASE("disagg: a sampled request continues the prefill's draw stream, penalties included, and samples what the prefill engine samples") {
+  TestEngine a = open_test_engine(setup("models/stories260K.bin", "f32", 7));
+  TestEngine b = open_test_engine(setup("models/stories260K.bin", "f32", 64));
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 120, nullptr);
+  for (uint64_t seed : {1ull, 42ull, 977ull}) {
+    CAPTURE(seed);
+    Request q = cases[seed % cases.size()].request;
+    q.sampling.temperature = 0.9f;
+    q.sampling.top_p = 0.95f;
+    q.sampling.presence_penalty = 0.4f;
+    q.sampling.seed = seed;
+    auto whole = a->submit(q);
+    REQUIRE(whole.has_value());
+    const std::vector<int32_t> want = (*whole)->wait().sequences[0].tokens;
+    Prefilled p = prefill(*a.engine, q);
+    // The first token is the one the whole run drew first.
+    CHECK(p.import.first_token == want.at(0));
+    auto h = b->submit_imported(q, std::move(p.import));
+    REQUIRE(h.has_value());
+    CHECK(join_ids((*h)->wait().sequences[0].tokens) == join_ids(want));
+  }
+  require_no_leak(*a.engine);
+  require_no_leak(*b.engine);
+}
