@@ -12,6 +12,7 @@ constexpr std::array<std::string_view, kOpKindCount> kNames = {
     "copy",
     "mul", "silu", "gelu", "bias_add", "elementwise", "matmul_epilogue",
     "head_rms_norm", "scale", "softcap", "gelu_mul",
+    "all_reduce", "all_gather", "send", "recv",
 };
 constexpr std::array<std::string_view, kEwOpCount> kEwNames = {"add", "mul", "silu", "gelu", "bias_add", "gelu_f16"};
 }  // namespace
@@ -49,6 +50,8 @@ int aliased_input(OpKind op, int output_index) {
   return -1;
 }
 
-bool has_side_effects(OpKind op) { return op == OpKind::kv_append || op == OpKind::rope_kv_append; }
+bool has_side_effects(OpKind op) {
+  return op == OpKind::kv_append || op == OpKind::rope_kv_append || op == OpKind::send || op == OpKind::recv;
+}
 
 }  // namespace tessera

@@ -55,8 +55,16 @@ enum class OpKind : uint8_t {
   // GELU of gate rounded to f16 and read from ggml's f16 table of the tanh
   // approximation (gate <= -10: 0; gate >= 10: gate). gemma2's FFN gating.
   gelu_mul,         // (gate[T, F], up[T, F]) -> gelu_f16(gate) * up
+  // Collectives over the ranks of a tensor-parallel model (core/hal/communicator.h),
+  // inserted by graph/passes/tensor_parallel; every rank runs the same ones in the same order.
+  all_reduce,       // (x[T, D]) -> the sum of every rank's x, f32
+  all_gather,       // (x[R, C_rank]) -> [R, total]: the ranks' columns side by side (AllGatherParams), f32
+  // A pipeline stage's ends (graph/passes/pipeline_parallel): the rows it
+  // hands to the next stage's rank, and those it takes from the previous one.
+  send,             // (x[T, D]) -> x, after sending it to rank `peer` (PeerParams), f32
+  recv,             // (positions:i32[T]) -> f32[T, cols], received from rank `peer` (PeerParams); positions give the rows
 };
-inline constexpr int kOpKindCount = 28;
+inline constexpr int kOpKindCount = 32;
 
 std::string_view name(OpKind op);
 std::optional<OpKind> op_from_name(std::string_view name);
@@ -140,6 +148,29 @@ struct SoftcapParams {
   float cap = 0.0f;
 };
 
+// all_gather: `total` columns split among `world` ranks as shard_range
+// gives them; each rank holds its range.
+struct AllGatherParams {
+  int32_t total = 0;
+  int32_t world = 1;
+};
+
+// send and recv: the other rank; recv's row width.
+struct PeerParams {
+  int32_t peer = 0;
+  int32_t cols = 0;
+};
+
+// The part [begin, end) of `total` rows or columns rank `rank` of `world`
+// holds: as even as integers allow, earlier ranks never larger.
+struct ShardRange {
+  int64_t begin = 0, end = 0;
+  int64_t size() const { return end - begin; }
+};
+inline ShardRange shard_range(int64_t total, int world, int rank) {
+  return {total * rank / world, total * (rank + 1) / world};
+}
+
 // matmul_qkv: how the packed weight's rows split into q, k and v.
 struct QkvSplitParams {
   int32_t q_rows = 0;
@@ -197,7 +228,7 @@ struct ElementwiseProgram {
 };
 
 using OpParams = std::variant<NoParams, RmsNormParams, RopeParams, KvCacheParams, AttentionParams, QkvSplitParams,
-                              RopeKvAppendParams, ElementwiseProgram, ScaleParams, SoftcapParams>;
+                              RopeKvAppendParams, ElementwiseProgram, ScaleParams, SoftcapParams, AllGatherParams, PeerParams>;
 
 // The input a node's output shares storage with (it updates that buffer in
 // place, e.g. kv_append's pools), or -1.

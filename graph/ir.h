@@ -31,6 +31,28 @@ enum class ValueKind : uint8_t {
 };
 const char* to_string(ValueKind k);
 
+// The part of a model weight one rank of a tensor-parallel group holds
+// (graph/passes/tensor_parallel): a range of its rows (column-parallel
+// projections, the vocabulary-parallel classifier) or of its columns
+// (row-parallel ones), as shard_range (core/ops.h) cuts them. The runner
+// cuts it at load; printed {shard=rows 1/2}.
+struct WeightShard {
+  enum class Axis : uint8_t { rows, cols };
+  Axis axis = Axis::rows;
+  int32_t rank = 0;
+  int32_t world = 1;
+  // A packed tensor's parts along the axis (phi3's attn_qkv: q's, k's and
+  // v's rows), each cut on its own; empty: the whole axis is one part.
+  std::vector<int64_t> parts;
+  // The model tensor it is cut from; empty: the value's own name (a tied
+  // classifier is cut from token_embd.weight).
+  std::string source;
+  // A row-parallel weight whose blocks straddle the ranks' column ranges (a
+  // K-quant's 256 columns split at 128): the rank's columns are held
+  // dequantized to f32, exactly the values the blocks hold.
+  bool widened = false;
+};
+
 struct Value {
   std::string name;       // weight/pool name; empty for computed values
   ValueKind kind = ValueKind::computed;
@@ -48,6 +70,7 @@ struct Value {
   // The weight's block order, chosen by the repack_weights pass and made
   // once at load (after any packing); printed {layout=...} when not rows.
   WeightLayout layout = WeightLayout::rows;
+  std::optional<WeightShard> shard;
 };
 
 struct Node {

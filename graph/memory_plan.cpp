@@ -13,7 +13,7 @@ uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 bool elementwise_in_place(OpKind op) {
   return op == OpKind::add || op == OpKind::silu_mul || op == OpKind::rope || op == OpKind::rms_norm || op == OpKind::mul ||
          op == OpKind::silu || op == OpKind::gelu || op == OpKind::bias_add || op == OpKind::head_rms_norm || op == OpKind::gelu_mul ||
-         op == OpKind::scale || op == OpKind::softcap ||
+         op == OpKind::scale || op == OpKind::softcap || op == OpKind::all_reduce || op == OpKind::send ||
          op == OpKind::elementwise ||  // the last instruction writes each element after every read of it
          op == OpKind::rope_kv_append;  // its rotated q may take q's place; the kernel appends K and V first
 }

@@ -296,6 +296,21 @@ Expected<OpParams> params_for(OpKind op, Line& l, std::map<std::string, std::str
       out = p;
       break;
     }
+    case OpKind::send:
+    case OpKind::recv: {
+      PeerParams p;
+      TS_ASSIGN_OR_RETURN(p.peer, f.i("peer"));
+      TS_ASSIGN_OR_RETURN(p.cols, f.i_or("cols", 0));
+      out = p;
+      break;
+    }
+    case OpKind::all_gather: {
+      AllGatherParams p;
+      TS_ASSIGN_OR_RETURN(p.total, f.i("total"));
+      TS_ASSIGN_OR_RETURN(p.world, f.i("world"));
+      out = p;
+      break;
+    }
     case OpKind::softcap: {
       SoftcapParams p;
       TS_ASSIGN_OR_RETURN(p.cap, f.f("cap"));

@@ -12,6 +12,16 @@ namespace tessera::graph {
 const std::vector<PassInfo>& registered_passes() {
   static const std::vector<PassInfo> all = {
       {"shape_inference", "recompute every value's shape and dtype from its op's shape rule", "all", passes::shape_inference},
+      {"tensor_parallel",
+       "this rank's part of a model split over --tensor-parallel ranks: column-parallel Q/K/V and gate/up, row-parallel "
+       "output and down projections with an all_reduce after each, KV heads divided, a vocabulary-parallel classifier with an "
+       "all_gather (nothing without --tensor-parallel)",
+       "all", passes::tensor_parallel},
+      {"pipeline_parallel",
+       "this rank's stage of a model split over --pipeline-parallel ranks: its range of the layers (the first stage the "
+       "embedding, the last the classifier), the residual stream received from the stage before and sent to the next, the "
+       "logits sent to rank 0 (nothing without --pipeline-parallel)",
+       "all", passes::pipeline_parallel},
       {"dce", "remove nodes whose values nothing reads (KV writes are kept)", "all", passes::dead_code_elimination},
       {"fuse_qkv", "Q, K and V projections of one input into one matmul over a packed weight", "cpu, vulkan",
        passes::fuse_qkv},
@@ -51,7 +61,7 @@ std::vector<std::string> default_pipeline(const std::string& target) {
   // Every target runs the same order; a fusion whose kernel a target lacks
   // leaves its pattern unfused there (it asks the target's kernel table).
   (void)target;
-  return {"shape_inference", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm",
+  return {"shape_inference", "tensor_parallel", "pipeline_parallel", "dce", "fuse_qkv", "fuse_gate_up", "fuse_matmul_residual", "fuse_rope_kv_append", "fuse_residual_norm",
           "fold_constants", "fuse_matmul_epilogue", "fuse_elementwise", "dce", "repack_weights", "place", "tile"};
 }
 

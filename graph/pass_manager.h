@@ -71,6 +71,14 @@ struct PassContext {
   // --batch-invariant: the tiling pass marks every matmul-family and
   // paged_attention node tile{batch_invariant=1} (docs/backends.md, "Batch invariance").
   bool batch_invariant = false;
+  // Tensor parallelism (graph/passes/tensor_parallel): this rank's part of
+  // a model split over tp_size ranks; 1: the whole model.
+  int32_t tp_rank = 0;
+  int32_t tp_size = 1;
+  // Pipeline parallelism (graph/passes/pipeline_parallel): this rank's stage
+  // of pp_size, a range of the layers; 1: every layer.
+  int32_t pp_rank = 0;
+  int32_t pp_size = 1;
 
   // The target, the fallback or one of other_devices, by id; null for a device none of them is.
   std::optional<PlacementDevice> find_device(const DeviceId& id) const;

@@ -43,6 +43,12 @@ struct ParamPrinter {
   }
   std::string operator()(const ScaleParams& p) const { return "{scale=" + fmt_float(p.scale) + "}"; }
   std::string operator()(const SoftcapParams& p) const { return "{cap=" + fmt_float(p.cap) + "}"; }
+  std::string operator()(const PeerParams& p) const {
+    return "{peer=" + std::to_string(p.peer) + (p.cols ? ", cols=" + std::to_string(p.cols) : std::string()) + "}";
+  }
+  std::string operator()(const AllGatherParams& p) const {
+    return "{total=" + std::to_string(p.total) + ", world=" + std::to_string(p.world) + "}";
+  }
   std::string operator()(const QkvSplitParams& p) const {
     return "{q_rows=" + std::to_string(p.q_rows) + ", kv_rows=" + std::to_string(p.kv_rows) + "}";
   }
@@ -116,6 +122,15 @@ std::string print(const Graph& g) {
       attrs.push_back(pack + ")");
     }
     if (v.layout != WeightLayout::rows) attrs.push_back("layout=" + std::string(name(v.layout)));
+    if (v.shard) {
+      const WeightShard& sh = *v.shard;
+      std::string a = std::string("shard=") + (sh.axis == WeightShard::Axis::rows ? "rows " : "cols ") + std::to_string(sh.rank) +
+                      "/" + std::to_string(sh.world);
+      for (size_t k = 0; k < sh.parts.size(); ++k) a += (k ? "+" : " of ") + std::to_string(sh.parts[k]);
+      if (!sh.source.empty()) a += " from \"" + sh.source + "\"";
+      if (sh.widened) a += " widened";
+      attrs.push_back(a);
+    }
     for (size_t k = 0; k < attrs.size(); ++k) os << (k ? ", " : " {") << attrs[k];
     if (!attrs.empty()) os << "}";
     if (v.rope_table) {

@@ -195,6 +195,38 @@ Expected<std::vector<InferredOutput>> infer_outputs(const Graph& g, OpKind op, c
       }
       return std::vector{InferredOutput{v(0).desc, v(0).rows}};
     }
+    case OpKind::all_reduce: {
+      TS_TRY(arity(1));
+      TS_TRY(expect(v(0).desc.dtype == DType::f32, op, "x must be f32, got " + desc_of(v(0))));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::send: {
+      TS_TRY(arity(1));
+      TS_TRY(expect(v(0).desc.dtype == DType::f32 && v(0).desc.shape.rank == 2, op, "x must be f32[T, D], got " + desc_of(v(0))));
+      TS_TRY(expect(std::get<PeerParams>(params).peer >= 0, op, "peer must be a rank >= 0"));
+      return std::vector{InferredOutput{v(0).desc, v(0).rows}};
+    }
+    case OpKind::recv: {
+      TS_TRY(arity(1));
+      const auto& p = std::get<PeerParams>(params);
+      TS_TRY(expect(v(0).desc.dtype == DType::i32, op, "its input gives the rows (positions:i32[T]), got " + desc_of(v(0))));
+      TS_TRY(expect(p.peer >= 0 && p.cols > 0, op, "needs a peer >= 0 and cols > 0"));
+      return std::vector{f32_rows(v(0).rows, v(0).desc.shape[0], p.cols)};
+    }
+    case OpKind::all_gather: {
+      TS_TRY(arity(1));
+      const auto& p = std::get<AllGatherParams>(params);
+      TS_TRY(expect(v(0).desc.dtype == DType::f32 && v(0).desc.shape.rank == 2, op, "x must be f32[R, C], got " + desc_of(v(0))));
+      TS_TRY(expect(p.world >= 1 && p.total >= p.world, op,
+                    "needs world >= 1 and total >= world, got total=" + std::to_string(p.total) + ", world=" + std::to_string(p.world)));
+      // Every rank's part is total/world rounded down or up (shard_range).
+      const int64_t c = v(0).desc.shape[1];
+      TS_TRY(expect(c == p.total / p.world || c == (p.total + p.world - 1) / p.world, op,
+                    "x has " + std::to_string(c) + " columns; a rank's part of " + std::to_string(p.total) + " among " +
+                        std::to_string(p.world) + " has " + std::to_string(p.total / p.world) + " or " +
+                        std::to_string((p.total + p.world - 1) / p.world)));
+      return std::vector{f32_rows(v(0).rows, v(0).desc.shape[0], p.total)};
+    }
     case OpKind::silu_mul:
     case OpKind::gelu_mul:
     case OpKind::mul:

@@ -3,7 +3,8 @@
 # machine): builds the CUDA plugin for this machine's GPU only (and Vulkan),
 # runs the per-op conformance suite on every device, the GPU and Vulkan
 # end-to-end tests (the GPU's again with graphs off, so a failure points at
-# capture or at a kernel), then `tessera bench` on the GPU (concurrency 1
+# capture or at a kernel), the NCCL/RCCL communicator cases across every
+# GPU, then `tessera bench` on the GPU (concurrency 1
 # and 64, and the operator benchmarks: GEMVs against the copy bandwidth,
 # GEMMs and attention against the matrix rate) and on the CPU, and prints
 # a short table last. Writes its logs under $OUT
@@ -51,6 +52,13 @@ if [ -n "$gpu" ]; then
   grep -E "tests passed|Failed|\*\*\*" "$out/e2e-nographs.txt" | tail -n 10
 fi
 
+# NCCL/RCCL across every GPU (one rank per thread; tests/gpu/gpu_communicator_test.cpp):
+# with one GPU only the one-rank case runs, without NCCL or RCCL none (each says why).
+step "communicators ($(nvidia-smi -L 2>/dev/null | grep -c '^GPU') NVIDIA GPUs)"
+NCCL_DEBUG=WARN timeout 180 build/tests/tessera_gpu_tests -tc="*NCCL*,*RCCL*" >"$out/communicators.txt" 2>&1
+comm=$?
+grep -E "skipping the (cuda|rocm) (nccl|rccl)|ERROR|NCCL WARN|test cases|Status" "$out/communicators.txt" | head -n 20
+
 step "bench"
 benches=()
 if [ -n "$gpu" ]; then
@@ -66,10 +74,11 @@ benches+=(cpu)
 
 step "summary ($(( $(date +%s) - started )) s)"
 for op in matmul attention; do [ -f "$out/ops-$op.txt" ] && cat "$out/ops-$op.txt"; done
-python3 - "$out" "$conf" "$e2e" "${benches[@]}" <<'PY'
+python3 - "$out" "$conf" "$e2e" "$comm" "${benches[@]}" <<'PY'
 import json, sys, os
-out, conf, e2e, benches = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-print(f"conformance: {'pass' if conf == '0' else 'FAIL'}   gpu/vulkan e2e: {'pass' if e2e == '0' else 'FAIL'}")
+out, conf, e2e, comm, benches = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+print(f"conformance: {'pass' if conf == '0' else 'FAIL'}   gpu/vulkan e2e: {'pass' if e2e == '0' else 'FAIL'}   "
+      f"communicators: {'pass' if comm == '0' else 'FAIL'}")
 for b in benches:
     p = os.path.join(out, f"bench-{b}.json")
     try:
@@ -82,4 +91,4 @@ for b in benches:
     except Exception:
         print(f"{b:10} bench failed: {open(os.path.join(out, f'bench-{b}.err')).read().strip()[-300:]}")
 PY
-[ "$conf" = 0 ] && [ "$e2e" = 0 ]
+[ "$conf" = 0 ] && [ "$e2e" = 0 ] && [ "$comm" = 0 ]

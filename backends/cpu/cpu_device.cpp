@@ -38,11 +38,16 @@ Expected<std::unique_ptr<Stream>> CpuDevice::create_stream() { return std::uniqu
 Expected<std::unique_ptr<Event>> CpuDevice::create_event() { return std::unique_ptr<Event>(new CpuEvent()); }
 
 Expected<std::unique_ptr<Executable>> CpuDevice::compile(const Plan& plan, std::span<Buffer* const> bound) {
-  TS_ASSIGN_OR_RETURN(auto exe, CpuExecutable::create(plan, bound, pool_));
+  TS_ASSIGN_OR_RETURN(auto exe, CpuExecutable::create(plan, bound, pool_, comm_.get()));
   return std::unique_ptr<Executable>(std::move(exe));
 }
 
 Expected<uint64_t> CpuDevice::free_memory() const { return available_host_memory(); }
+
+Status CpuDevice::use_communicator(std::shared_ptr<Communicator> comm) {
+  comm_ = std::move(comm);
+  return Status::ok();
+}
 
 std::vector<DeviceInfo> CpuBackend::enumerate() { return {probe_cpu_info(default_cpu_threads())}; }
 

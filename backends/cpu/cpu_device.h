@@ -22,9 +22,12 @@ class CpuDevice final : public Device {
   Expected<std::unique_ptr<Event>> create_event() override;
   Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) override;
   Expected<uint64_t> free_memory() const override;  // MemAvailable (backends/cpu/cpu_info.h)
+  // MPI's, made by the caller (engine/dist): the CPU backend links no communication library.
+  Status use_communicator(std::shared_ptr<Communicator> comm) override;
 
  private:
   ThreadPool pool_;
+  std::shared_ptr<Communicator> comm_;  // for the plans' all_reduce and all_gather nodes; may be null
   DeviceInfo info_;
   CpuKernelTable table_;
 };

@@ -23,8 +23,8 @@ size_t fused_product_offset(size_t workspace_bytes) { return (workspace_bytes + 
 }  // namespace
 
 Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan, std::span<Buffer* const> bound,
-                                                               ParallelFor& pool) {
-  std::unique_ptr<CpuExecutable> exe(new CpuExecutable(plan, pool));
+                                                               ParallelFor& pool, Communicator* comm) {
+  std::unique_ptr<CpuExecutable> exe(new CpuExecutable(plan, pool, comm));
   const char* prof = std::getenv("TESSERA_PROFILE");
   exe->profile_ = prof && *prof && *prof != '0';
   exe->buffers_.resize(plan.buffers.size(), nullptr);
@@ -48,6 +48,7 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
   }
 
   size_t scratch = 64;
+  size_t gathered = 0;
   const int64_t max_context = (int64_t)plan.bucket.max_blocks_per_seq;
   exe->kv_slots_ = INT64_MAX;
   for (const Dispatch& d : exe->plan_.dispatches) {  // the executable's own copy: BoundDispatch keeps a pointer to it
@@ -90,6 +91,19 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
                                       p, {max_rows, plan.bucket.max_seqs, max_context * p.block_size, pool.num_threads()}));
       exe->kv_slots_ = std::min(exe->kv_slots_, d.inputs[1].desc.shape[0]);
     }
+    if (d.op == OpKind::all_reduce || d.op == OpKind::all_gather || d.op == OpKind::send || d.op == OpKind::recv) {
+      if (!comm)
+        return invalid_argument("cpu: " + d.label + " is a collective (" + std::string(name(d.op)) +
+                                   ") and this device was given no communicator (Device::use_communicator)");
+      if (d.op == OpKind::all_gather) {
+        const auto& p = std::get<AllGatherParams>(d.params);
+        if (p.world != comm->size())
+          return invalid_argument("cpu: " + d.label + " gathers over " + std::to_string(p.world) + " ranks; the communicator has " +
+                                  std::to_string(comm->size()));
+        gathered = std::max(gathered, (size_t)(max_rows * p.total) * 4);
+        exe->gather_counts_.resize((size_t)p.world);
+      }
+    }
     if (d.op == OpKind::kv_append) {
       const auto& p = std::get<KvCacheParams>(d.params);
       exe->kv_slots_ = std::min(exe->kv_slots_, d.inputs[3].desc.shape[0]);
@@ -102,6 +116,10 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
   exe->kv_blocks_ = exe->block_size_ > 0 ? exe->kv_slots_ / exe->block_size_ : 0;
   exe->scratch_.reset(CpuBuffer::owned(scratch, MemoryUse::activations));
   if (!exe->scratch_) return resource_exhausted("cpu: cannot allocate " + std::to_string(scratch) + " bytes of kernel scratch");
+  if (gathered) {
+    exe->gathered_.reset(CpuBuffer::owned(gathered, MemoryUse::activations));
+    if (!exe->gathered_) return resource_exhausted("cpu: cannot allocate " + std::to_string(gathered) + " bytes for all_gather");
+  }
   return exe;
 }
 
@@ -287,12 +305,44 @@ Status CpuExecutable::run_dispatch(const BoundDispatch& d, const StepArgs& a) {
     case OpKind::gather_rows:
       k::gather_rows(bound_gather_rows_args(d, a, rows), pool_);
       return Status::ok();
+    case OpKind::all_reduce: {
+      float* y = f32(d.out[0]);
+      const size_t n = (size_t)(rows * d.in[0].desc.shape.last());
+      if (y != f32(d.in[0])) std::memcpy(y, f32(d.in[0]), n * 4);
+      return comm_->all_reduce_sum(y, n, DType::f32, nullptr);
+    }
+    case OpKind::all_gather:
+      return all_gather(d, rows);
+    case OpKind::send: {
+      const size_t bytes = (size_t)(rows * d.in[0].desc.row_bytes());
+      TS_TRY(comm_->send(d.in[0].data, bytes, std::get<PeerParams>(d.params).peer, nullptr));
+      if (d.out[0].data != d.in[0].data) std::memcpy(d.out[0].data, d.in[0].data, bytes);
+      return Status::ok();
+    }
+    case OpKind::recv:
+      return comm_->recv(d.out[0].data, (size_t)(rows * d.out[0].desc.row_bytes()), std::get<PeerParams>(d.params).peer, nullptr);
     case OpKind::copy:
       // Placement's copies between devices are moved by the runtime; this runs only in a graph on the CPU alone.
       std::memmove(d.out[0].data, d.in[0].data, (size_t)(rows * d.in[0].desc.row_bytes()));
       return Status::ok();
   }
   return internal_error("cpu: unknown op in " + d.source->label);
+}
+
+// The communicator gathers each rank's [rows, C_r] block whole, rank after
+// rank; the rows of [rows, total] interleave them.
+Status CpuExecutable::all_gather(const BoundDispatch& d, int64_t rows) {
+  const auto& p = std::get<AllGatherParams>(d.params);
+  for (int r = 0; r < p.world; ++r) gather_counts_[(size_t)r] = (size_t)(rows * shard_range(p.total, p.world, r).size());
+  float* staged = reinterpret_cast<float*>(gathered_->host_data());
+  TS_TRY(comm_->all_gather(bound_f32(d.in[0]), staged, gather_counts_, DType::f32, nullptr));
+  float* y = bound_f32(d.out[0]);
+  for (int r = 0; r < p.world; ++r) {
+    const ShardRange s = shard_range(p.total, p.world, r);
+    const float* part = staged + rows * s.begin;  // earlier ranks' blocks hold rows * s.begin values
+    for (int64_t t = 0; t < rows; ++t) std::memcpy(y + t * p.total + s.begin, part + t * s.size(), (size_t)s.size() * 4);
+  }
+  return Status::ok();
 }
 
 }  // namespace tessera::cpu

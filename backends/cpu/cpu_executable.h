@@ -8,6 +8,7 @@
 
 #include "backends/bound_dispatch.h"
 #include "backends/cpu/cpu_buffer.h"
+#include "core/hal/communicator.h"
 #include "core/hal/stream.h"
 #include "core/parallel.h"
 #include "kernels/kernel_args.h"
@@ -17,24 +18,29 @@ namespace tessera::cpu {
 class CpuExecutable final : public Executable {
  public:
   static Expected<std::unique_ptr<CpuExecutable>> create(const Plan& plan, std::span<Buffer* const> bound,
-                                                         ParallelFor& pool);
+                                                         ParallelFor& pool, Communicator* comm = nullptr);
   const Plan& plan() const override { return plan_; }
   Buffer& buffer(uint32_t id) override { return *buffers_[id]; }
   Status run(const StepArgs& args);
   ~CpuExecutable() override;
 
  private:
-  CpuExecutable(const Plan& plan, ParallelFor& pool) : plan_(plan), pool_(pool) {}
+  CpuExecutable(const Plan& plan, ParallelFor& pool, Communicator* comm) : plan_(plan), pool_(pool), comm_(comm) {}
   Status check_step(const StepArgs& args) const;
   Status run_dispatch(const BoundDispatch& d, const StepArgs& args);
   kernels::MatmulArgs matmul_args(const BoundDispatch& d, int64_t rows) const;
 
+  Status all_gather(const BoundDispatch& d, int64_t rows);
+
   Plan plan_;
   ParallelFor& pool_;
+  Communicator* comm_ = nullptr;  // the device's, for all_reduce and all_gather
   std::vector<Buffer*> buffers_;                 // by plan buffer id
   std::vector<std::unique_ptr<CpuBuffer>> owned_;  // arena, step inputs, scratch
   std::vector<BoundDispatch> dispatches_;
   std::unique_ptr<CpuBuffer> scratch_;
+  std::unique_ptr<CpuBuffer> gathered_;
+  std::vector<size_t> gather_counts_;    // values per rank of the step's all_gather, sized at compile  // all_gather's ranks' parts, rank after rank, before they are interleaved
   int64_t kv_slots_ = 0;    // slots in the smallest pool, bound for slot_mapping
   int64_t kv_blocks_ = 0;
   int32_t block_size_ = 0;

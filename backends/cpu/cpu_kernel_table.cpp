@@ -42,6 +42,12 @@ KernelChoice CpuKernelTable::query(const OpQuery& q) const {
           q.kv_dtype != DType::fp8_e4m3)
         return {false, "", "cpu KV pools are f32, f16, bf16, q8_0 or fp8_e4m3, not " + std::string(name(q.kv_dtype))};
       return {true, kv_prefix(q.kv_dtype) + std::string(name(q.op)) + (q.rope_table ? "_from_table__" : "__") + isa, ""};
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+    case OpKind::send:
+    case OpKind::recv:
+      // The device's communicator (MPI's for the CPU) runs it: use_communicator.
+      return {true, std::string(name(q.op)) + "_through_communicator", ""};
     default:
       return {true, std::string(name(q.op)) + "__" + isa, ""};
   }

@@ -2,6 +2,7 @@
 
 #include "backends/cuda/gpu_buffer.h"
 #include "backends/cuda/gpu_executable.h"
+#include "backends/cuda/gpu_nccl.h"
 #include "backends/cuda/gpu_status.h"
 #include "backends/cuda/gpu_stream.h"
 #include "kernels/cuda/launch.h"
@@ -32,8 +33,32 @@ Expected<std::unique_ptr<Event>> GpuDevice::create_event() {
 }
 
 Expected<std::unique_ptr<Executable>> GpuDevice::compile(const Plan& plan, std::span<Buffer* const> bound) {
-  TS_ASSIGN_OR_RETURN(auto exe, GpuExecutable::create(ctx_, plan, bound));
+  TS_ASSIGN_OR_RETURN(auto exe, GpuExecutable::create(ctx_, plan, bound, comm_));
   return std::unique_ptr<Executable>(std::move(exe));
+}
+
+Status GpuDevice::use_communicator(std::shared_ptr<Communicator> comm) {
+  if (!comm) {
+    comm_.reset();
+    table_ = GpuKernelTable();
+    return Status::ok();
+  }
+  auto ours = std::dynamic_pointer_cast<GpuCommunicator>(comm);
+  if (!ours)
+    return invalid_argument(std::string(TESSERA_GPU_BACKEND ":") + std::to_string(info().index) + ": use_communicator: a '" +
+                            comm->name() + "' communicator cannot reach this device's memory; give it the one its "
+                            "create_communicator makes (" TESSERA_GPU_COLLECTIVES ")");
+  if (ours->context().ordinal() != ctx_->ordinal())
+    return invalid_argument(std::string(TESSERA_GPU_BACKEND ":") + std::to_string(info().index) +
+                            ": use_communicator: the communicator was made for another device");
+  comm_ = std::move(ours);
+  table_ = GpuKernelTable(comm_->name());
+  return Status::ok();
+}
+
+Expected<std::shared_ptr<Communicator>> GpuDevice::create_communicator(HostGroup& group) {
+  TS_ASSIGN_OR_RETURN(auto comm, GpuCommunicator::create(ctx_, group));
+  return std::shared_ptr<Communicator>(std::move(comm));
 }
 
 Expected<uint64_t> GpuDevice::free_memory() const {

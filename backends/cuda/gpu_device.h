@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 
+#include "backends/cuda/gpu_communicator.h"
 #include "backends/cuda/gpu_context.h"
 #include "backends/cuda/gpu_kernel_table.h"
 #include "core/hal/backend.h"
@@ -25,10 +26,16 @@ class GpuDevice final : public Device {
   Expected<std::unique_ptr<Executable>> compile(const Plan& plan, std::span<Buffer* const> bound) override;
   Expected<uint64_t> free_memory() const override;
   Expected<MeasuredRate> measure_matrix_rate() override;
+  // Only a GpuCommunicator of this device (create_communicator's): the
+  // plans' collectives read and write device memory on the step's stream.
+  // Null takes the communicator away (plans compiled after refuse collectives).
+  Status use_communicator(std::shared_ptr<Communicator> comm) override;
+  Expected<std::shared_ptr<Communicator>> create_communicator(HostGroup& group) override;
 
  private:
   std::shared_ptr<GpuContext> ctx_;
   GpuKernelTable table_;
+  std::shared_ptr<GpuCommunicator> comm_;  // for the plans' all_reduce and all_gather; may be null
 };
 
 class GpuBackend final : public Backend {

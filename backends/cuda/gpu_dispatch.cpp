@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "backends/cuda/gpu_executable.h"
+#include "backends/cuda/gpu_nccl.h"
 #include "backends/cuda/gpu_status.h"
 #include "kernels/cuda/launch.h"
 
@@ -118,6 +119,10 @@ Status GpuExecutable::launch(const BoundDispatch& d, const StepArgs& a, gpuStrea
     }
     case OpKind::argmax: return launched(k::argmax({f32(d.in[0]), i32(d.out[0]), rows, width}, s), d);
     case OpKind::gather_rows: return launched(k::gather_rows(bound_gather_rows_args(d, a, rows), s), d);
+    // The communicator was checked at compile (bind_dispatches: the table says no without one).
+    case OpKind::all_reduce:
+      return comm_->all_reduce_sum_on(f32(d.in[0]), f32(d.out[0]), (size_t)(rows * width), DType::f32, s);
+    case OpKind::all_gather: return all_gather(d, rows, s);
     case OpKind::copy:
       if (rows > 0)
         TS_GPU_TRY(gpuMemcpyAsync(d.out[0].data, d.in[0].data, (size_t)(rows * (int64_t)d.in[0].desc.row_bytes()),
@@ -127,6 +132,25 @@ Status GpuExecutable::launch(const BoundDispatch& d, const StepArgs& a, gpuStrea
   }
   return internal_error(std::string(TESSERA_GPU_BACKEND ": no launcher for ") + std::string(name(d.op)) + " (" +
                         d.source->label + ") although the kernel table accepted it");
+}
+
+// Rank r's block of `rows` x C_r values lands at rows * begin_r in gathered_
+// (the earlier ranks' blocks hold that many); one strided copy per rank puts
+// its columns [begin_r, end_r) into every row of the output.
+Status GpuExecutable::all_gather(const BoundDispatch& d, int64_t rows, gpuStream_t s) const {
+  const auto& p = std::get<AllGatherParams>(d.params);
+  for (int r = 0; r < p.world; ++r) gather_counts_[(size_t)r] = (size_t)(rows * shard_range(p.total, p.world, r).size());
+  float* staged = gathered_ ? reinterpret_cast<float*>(gathered_->data()) : nullptr;  // null: the bucket has no rows
+  TS_TRY(comm_->all_gather_on(f32(d.in[0]), staged, gather_counts_, DType::f32, s));
+  float* y = f32(d.out[0]);
+  for (int r = 0; r < p.world && rows > 0; ++r) {
+    const ShardRange part = shard_range(p.total, p.world, r);
+    if (part.size() == 0) continue;
+    const size_t width_bytes = (size_t)part.size() * 4;
+    TS_GPU_TRY(gpuMemcpy2DAsync(y + part.begin, (size_t)p.total * 4, staged + rows * part.begin, width_bytes, width_bytes,
+                                (size_t)rows, gpuMemcpyDeviceToDevice, s));
+  }
+  return Status::ok();
 }
 
 }  // namespace tessera::gpu

@@ -1,5 +1,6 @@
 #include "backends/cuda/gpu_executable.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -24,12 +25,17 @@ bool graphs_enabled() {
 }  // namespace
 
 Expected<std::unique_ptr<GpuExecutable>> GpuExecutable::create(std::shared_ptr<GpuContext> ctx, const Plan& plan,
-                                                               std::span<Buffer* const> bound) {
-  std::unique_ptr<GpuExecutable> exe(new GpuExecutable(std::move(ctx), plan));
+                                                               std::span<Buffer* const> bound,
+                                                               std::shared_ptr<GpuCommunicator> comm) {
+  std::unique_ptr<GpuExecutable> exe(new GpuExecutable(std::move(ctx), plan, std::move(comm)));
   exe->limits_ = step_limits(plan);
   exe->use_graphs_ = plan.bucket.max_tokens <= kGraphMaxTokens && graphs_enabled();
   TS_TRY(exe->bind_buffers(bound));
   TS_TRY(exe->bind_dispatches());
+  const bool collectives = std::any_of(plan.dispatches.begin(), plan.dispatches.end(), [](const Dispatch& d) {
+    return d.op == OpKind::all_reduce || d.op == OpKind::all_gather;
+  });
+  if (collectives && !exe->comm_->capturable()) exe->use_graphs_ = false;
   return exe;
 }
 
@@ -71,8 +77,8 @@ Status GpuExecutable::bind_buffers(std::span<Buffer* const> bound) {
 }
 
 Status GpuExecutable::bind_dispatches() {
-  const GpuKernelTable table;
-  uint64_t scratch = 256;
+  const GpuKernelTable table(comm_ ? comm_->name() : "");
+  uint64_t scratch = 256, gathered = 0;
   for (const Dispatch& d : plan_.dispatches) {  // the executable's own copy: BoundDispatch points into it
     // What placement should never have given this device (hand-written IR) is refused here, with the table's reason.
     OpQuery q{d.op, DType::f32, d.inputs.size() > 1 ? d.inputs[1].desc.dtype : DType::f32};
@@ -104,9 +110,28 @@ Status GpuExecutable::bind_dispatches() {
       scratch = std::max<uint64_t>(scratch, kernels::paged_attention_workspace_bytes(std::get<AttentionParams>(d.params),
                                                                                      plan_.bucket.max_tokens,
                                                                                      plan_.bucket.max_blocks_per_seq));
+    // all_gather's blocks land here before their rows are interleaved: sized once, for the bucket's rows.
+    if (d.op == OpKind::all_gather) {
+      const auto& p = std::get<AllGatherParams>(d.params);
+      if (p.world != comm_->size())
+        return invalid_argument(std::string(TESSERA_GPU_BACKEND ": ") + d.label + " gathers over " + std::to_string(p.world) +
+                                " ranks; the communicator has " + std::to_string(comm_->size()));
+      // The count each rank sends is its share's: an input of another width would read past it or leave some unsent.
+      const int64_t share = shard_range(p.total, p.world, comm_->rank()).size();
+      if (d.inputs[0].desc.shape.last() != share || d.outputs[0].desc.shape.last() != p.total)
+        return invalid_argument(std::string(TESSERA_GPU_BACKEND ": ") + d.label + ": rank " + std::to_string(comm_->rank()) +
+                                " gathers " + std::to_string(d.inputs[0].desc.shape.last()) + " columns into " +
+                                std::to_string(d.outputs[0].desc.shape.last()) + "; its share of " + std::to_string(p.total) +
+                                " is " + std::to_string(share));
+      gathered = std::max<uint64_t>(gathered, (uint64_t)(max_rows * p.total) * 4);
+      gather_counts_.resize((size_t)p.world);
+    }
     dispatches_.push_back(std::move(bd));
   }
   TS_ASSIGN_OR_RETURN(scratch_, GpuBuffer::create(ctx_, scratch, MemoryUse::activations));
+  if (gathered > 0) {
+    TS_ASSIGN_OR_RETURN(gathered_, GpuBuffer::create(ctx_, gathered, MemoryUse::activations));
+  }
   return Status::ok();
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <variant>
 
+#include "backends/cuda/gpu_nccl.h"
 #include "kernels/cuda/gpu_runtime.h"
 #include "kernels/cuda/launch.h"
 
@@ -68,6 +69,14 @@ KernelChoice GpuKernelTable::query(const OpQuery& q) const {
     case OpKind::argmax: return yes("argmax_rows");
     case OpKind::gather_rows: return yes("gather_rows");
     case OpKind::copy: return yes("copy");
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+      // The device's communicator runs them (GpuDevice::use_communicator).
+      if (!built_with_collectives()) return no(std::string(name(q.op)) + ": " + built_without_collectives());
+      if (collectives_.empty())
+        return no(std::string(name(q.op)) + " needs a communicator and this " TESSERA_GPU_BACKEND
+                  " device was given none (Device::use_communicator, with create_communicator's " TESSERA_GPU_COLLECTIVES ")");
+      return {true, std::string(name(q.op)) + "_" + collectives_, ""};
     default: break;
   }
   return no(std::string(name(q.op)) + " has no " TESSERA_GPU_BACKEND " kernel in this build yet");

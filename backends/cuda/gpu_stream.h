@@ -47,6 +47,7 @@ class GpuStream final : public Stream {
   Status synchronize() override;
 
   gpuStream_t handle() const { return stream_; }
+  const GpuContext& context() const { return *ctx_; }
 
  private:
   explicit GpuStream(std::shared_ptr<GpuContext> ctx) : ctx_(std::move(ctx)) {}

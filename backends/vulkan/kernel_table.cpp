@@ -77,6 +77,11 @@ KernelChoice VulkanKernelTable::query(const OpQuery& q) const {
     case OpKind::silu:
     case OpKind::gelu:
     case OpKind::bias_add: return {true, "elementwise_" + std::string(name(q.op)) + suffix, ""};
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+    case OpKind::send:
+    case OpKind::recv:
+      return {false, "", "the vulkan backend runs no collectives or transfers between ranks (" + std::string(name(q.op)) + " runs on the CPU, through MPI)"};
     default:
       return {false, "", "the vulkan backend has no fused " + std::string(name(q.op)) + " shader; the unfused ops run instead"};
   }

@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 11;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0xf15e62df635a4be7ull;
+inline constexpr uint32_t kBackendAbiVersion = 12;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0x58c95da1ffd0d9e7ull;
 
 }  // namespace tessera

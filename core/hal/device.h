@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/hal/buffer.h"
+#include "core/hal/communicator.h"
 #include "core/hal/device_info.h"
 #include "core/hal/kernel_table.h"
 #include "core/hal/plan.h"
@@ -42,6 +43,20 @@ class Device {
   // which); a backend that cannot tell says so.
   virtual Expected<uint64_t> free_memory() const {
     return unsupported(info().backend + ": this backend does not report free memory");
+  }
+  // The communicator this device's plans call for their all_reduce and
+  // all_gather nodes (tensor parallelism), given before compile. A backend
+  // that has none refuses, and placement puts those nodes on the CPU.
+  virtual Status use_communicator(std::shared_ptr<Communicator> comm) {
+    (void)comm;
+    return unsupported(info().backend + ": this backend runs no collectives (all_reduce, all_gather)");
+  }
+  // The backend's own communicator over the ranks `group` spans, one device
+  // per rank (NCCL on CUDA, RCCL on ROCm), bootstrapped through the group.
+  // The CPU's is MPI's, which the caller makes (engine/dist).
+  virtual Expected<std::shared_ptr<Communicator>> create_communicator(HostGroup& group) {
+    (void)group;
+    return unsupported(info().backend + ": this backend has no communicator of its own");
   }
   // The dense rate of the matrix instruction the device's prefill GEMM uses,
   // measured now (tens of milliseconds; `tessera bench` asks for it).

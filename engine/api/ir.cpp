@@ -47,6 +47,13 @@ Expected<std::vector<IrPassTiming>> run_and_print(graph::Graph& g, const IrOptio
   ctx.strict = o.strict;
   ctx.max_positions = max_positions;
   ctx.batch_invariant = o.batch_invariant;
+  if (o.tensor_parallel > 1 && o.pipeline_parallel > 1) return unsupported("--tensor-parallel with --pipeline-parallel: one kind of split at a time");
+  const int32_t ranks = std::max(o.tensor_parallel, o.pipeline_parallel);
+  if (o.rank < 0 || o.rank >= ranks)
+    return invalid_argument("--rank " + std::to_string(o.rank) + ": the split has ranks 0.." + std::to_string(ranks - 1));
+  ctx.tp_size = o.tensor_parallel;
+  ctx.pp_size = o.pipeline_parallel;
+  ctx.tp_rank = ctx.pp_rank = o.rank;
   TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));
   graph::PipelineOptions po;
   po.verify_each = true;

@@ -58,6 +58,11 @@ Expected<LoadedModel> load_model_and_tokenizer(const ModelOptions& o);
 // name checked, the draft model opened (errors name --draft-model).
 Expected<SpecConfig> spec_config_from(const EngineOptions::Speculative& s);
 RunnerOptions runner_options(const ModelOptions& o);
+// Model::open with these runner options (the tests give a tensor-parallel group of threads).
+Expected<std::unique_ptr<Model>> open_model(const ModelOptions& o, const RunnerOptions& ro);
+// A follower rank of a tensor-parallel group (include/tessera's follow_rank0
+// over the MPI world): each runner the leader opens, and its steps, until the leader leaves.
+Status follow_leader(const ResolvedGroup& g);
 Expected<std::vector<int32_t>> encode_prompt(const Tokenizer* tok, const std::string& source, const std::string& text);
 Expected<std::string> decode_ids(const Tokenizer* tok, const std::string& source, const std::vector<int32_t>& ids);
 

@@ -97,6 +97,9 @@ RunnerOptions runner_options(const ModelOptions& o) {
   ro.weight_layout = o.weight_layout;
   ro.kv_type = o.kv_type;
   ro.batch_invariant = o.batch_invariant;
+  ro.parallel.tensor = o.tensor_parallel;
+  ro.parallel.pipeline = o.pipeline_parallel;
+  ro.parallel.model_path = o.path;
   // Greedy generation takes one id a step from the device, not the vocabulary's logits.
   ro.sample_on_device = true;
   return ro;
@@ -111,14 +114,16 @@ Expected<std::vector<int32_t>> encode_prompt(const Tokenizer* tok, const std::st
   return ids;
 }
 
-Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) {
-  auto m = std::make_unique<Impl>();
+Expected<std::unique_ptr<Model>> Model::open(const ModelOptions& o) { return open_model(o, runner_options(o)); }
+
+Expected<std::unique_ptr<Model>> open_model(const ModelOptions& o, const RunnerOptions& ro) {
+  auto m = std::make_unique<Model::Impl>();
   TS_ASSIGN_OR_RETURN(LoadedModel loaded, load_model_and_tokenizer(o));
   m->tokenizer = std::move(loaded.tokenizer);
   m->chat_template = std::move(loaded.chat_template);
   m->weights = loaded.weights;
   m->config = to_model_config(m->weights->config);
-  TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(m->weights, runner_options(o)));
+  TS_ASSIGN_OR_RETURN(RunnerWithCache rc, open_runner(m->weights, ro));
   m->runner = std::move(rc.runner);
   m->kv = std::move(rc.kv);
   return std::unique_ptr<Model>(new Model(std::move(m)));

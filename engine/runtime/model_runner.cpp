@@ -9,6 +9,7 @@
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
 #include "graph/constants.h"
+#include "core/quant.h"
 #include "core/weight_layout.h"
 #include "engine/kv/kv_type.h"
 #include "graph/lower.h"
@@ -63,6 +64,15 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
     return invalid_argument("--ctx: " + std::to_string(ctx) + " exceeds the model's context length " + std::to_string(c.context_length));
   const int32_t blocks_per_seq = (ctx + o.block_size - 1) / o.block_size;
   std::unique_ptr<ModelRunner> r(new ModelRunner(std::move(weights), o));
+  if (o.parallel.pipeline > c.n_layers)
+    return invalid_argument(o.parallel.flag() + ": the model has " + std::to_string(c.n_layers) + " layers, fewer than the stages");
+  if (o.parallel.ranks() > 1) {
+    TS_ASSIGN_OR_RETURN(r->tp_, resolve_group(o.parallel));
+    r->pipelined_ = o.parallel.pipeline > 1;
+    r->leader_ = r->tp_.group->rank() == 0;
+    // The followers open a runner like this one: from here on every rank takes the same steps.
+    if (r->leader_) TS_TRY(send_control(*r->tp_.group, ControlKind::open, encode_open(o)));
+  }
   r->max_context_ = ctx;
   r->max_blocks_per_seq_ = blocks_per_seq;
   r->options_.max_prefill_tokens = std::min(o.max_prefill_tokens, ctx);
@@ -75,7 +85,11 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
   r->devices_.push_back(std::move(primary));
   TS_ASSIGN_OR_RETURN(const DType kv_dtype, resolve_kv_type(o.kv_type, *r->weights_, &r->devices_[0].device->kernels()));
   // One block of every layer's K and V pools, in the pools' element type.
-  const uint64_t bytes_per_block = 2ull * (uint64_t)c.n_layers * (uint64_t)o.block_size * bytes_for(kv_dtype, c.kv_dim());
+  // A tensor-parallel rank holds its share of the KV heads; the budget is each rank's.
+  // A pipeline stage holds its layers' pools only.
+  const int64_t kv_width = c.kv_dim() / std::max(1, o.parallel.tensor);
+  const int64_t kv_layers = r->pipelined_ ? shard_range(c.n_layers, o.parallel.pipeline, r->tp_.group->rank()).size() : c.n_layers;
+  const uint64_t bytes_per_block = 2ull * (uint64_t)kv_layers * (uint64_t)o.block_size * bytes_for(kv_dtype, kv_width);
   uint64_t budget = o.kv_cache_bytes;
   if (budget == 0 && o.kv_memory_fraction != 0) {
     const uint64_t cap = 2ull * (uint64_t)o.max_seqs * (uint64_t)blocks_per_seq * bytes_per_block;
@@ -87,6 +101,11 @@ Expected<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const
                                 " MiB: nothing is left for the KV cache (give --kv-cache-memory)");
   }
   TS_ASSIGN_OR_RETURN(r->kv_spec_, size_kv_cache({budget, bytes_per_block, o.block_size, blocks_per_seq, o.max_seqs, 0, kv_dtype}));
+  // The leader's block tables index every rank's pools: all ranks take the smallest count any can hold.
+  if (r->tp_.group) {
+    TS_ASSIGN_OR_RETURN(const int64_t blocks, r->tp_.group->min(r->kv_spec_.num_blocks));
+    r->kv_spec_.num_blocks = (int32_t)blocks;
+  }
   TS_ASSIGN_OR_RETURN(r->graph_, build_model_graph(*r->weights_,
                                                    KvLayout{r->kv_spec_.num_blocks, r->kv_spec_.block_size, kv_dtype},
                                                    ModelGraphOptions{o.sample_on_device}));
@@ -98,6 +117,7 @@ ModelRunner::~ModelRunner() {
   // Work still queued reads the plans' buffers: let it finish before they go.
   for (DeviceSlot& d : devices_)
     if (d.stream) (void)d.stream->synchronize();
+  if (leader_) (void)send_control(*tp_.group, ControlKind::close);
 }
 
 Status ModelRunner::synchronize() {
@@ -137,6 +157,23 @@ Status ModelRunner::place_and_bind() {
   ctx.max_positions = max_context_;  // the rows of the folded RoPE tables
   ctx.batch_invariant = o.batch_invariant;
   TS_ASSIGN_OR_RETURN(ctx.weight_layout_override, graph::parse_weight_layout_override(o.weight_layout));
+  if (o.parallel.tensor > 1) {
+    ctx.tp_rank = tp_.group->rank();
+    ctx.tp_size = o.parallel.tensor;
+    // The split comes first, on the builder's graph; the shards are cut before
+    // the other passes pack and reorder them as they would a smaller model's.
+    auto tp_pass = std::find_if(pipeline.begin(), pipeline.end(), [](const graph::PassInfo* p) { return std::string(p->name) == "tensor_parallel"; });
+    if (tp_pass != pipeline.end()) pipeline.erase(tp_pass);
+    TS_TRY(graph::run_pipeline(graph_, {graph::find_pass("tensor_parallel")}, ctx));
+    TS_TRY(cut_shards());
+  }
+  if (o.parallel.pipeline > 1) {
+    ctx.pp_rank = tp_.group->rank();
+    ctx.pp_size = o.parallel.pipeline;
+    auto pp_pass = std::find_if(pipeline.begin(), pipeline.end(), [](const graph::PassInfo* p) { return std::string(p->name) == "pipeline_parallel"; });
+    if (pp_pass != pipeline.end()) pipeline.erase(pp_pass);
+    TS_TRY(graph::run_pipeline(graph_, {graph::find_pass("pipeline_parallel")}, ctx));
+  }
   TS_TRY(graph::run_pipeline(graph_, pipeline, ctx));
 
   // Never silently: what runs off the asked-for device is reported once,
@@ -201,6 +238,7 @@ Status ModelRunner::place_and_bind() {
     }
   }
 
+  TS_TRY(use_communicators());
   TS_TRY(make_weights());
   // Weights are imported once per device that reads them; every bucket's plan
   // binds the same buffers (the KV pools come with the cache: attach).
@@ -215,6 +253,107 @@ Status ModelRunner::place_and_bind() {
         if (!t) return internal_error("weight '" + v.name + "' is not in the model");
         TS_ASSIGN_OR_RETURN(slot.bound[v.name], slot.device->import_weights(t->data));
       }
+    }
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// `t`'s bytes for shard `sh` of a value shaped `shape`: its rows (each part's
+// range) or its columns (each row's range, whole blocks).
+std::vector<std::byte> cut_shard(const WeightTensor& t, const graph::WeightShard& sh, const Shape& shape) {
+  const DType dt = t.desc.dtype;
+  const int64_t cols = t.desc.shape.rank == 1 ? 1 : t.desc.shape[1];
+  const uint64_t row_bytes = t.desc.shape.rank == 1 ? bytes_for(dt, 1) : bytes_for(dt, cols);
+  std::vector<std::byte> out;
+  if (sh.axis == graph::WeightShard::Axis::rows) {
+    const std::vector<int64_t> parts = sh.parts.empty() ? std::vector<int64_t>{t.desc.shape[0]} : sh.parts;
+    int64_t base = 0;
+    for (int64_t p : parts) {
+      const ShardRange r = shard_range(p, sh.world, sh.rank);
+      const std::byte* from = t.data.data() + (base + r.begin) * row_bytes;
+      out.insert(out.end(), from, from + r.size() * row_bytes);
+      base += p;
+    }
+    return out;
+  }
+  const ShardRange r = shard_range(cols, sh.world, sh.rank);
+  if (sh.widened) {
+    std::vector<float> row_values((size_t)cols);
+    out.resize((size_t)(shape[0] * r.size()) * sizeof(float));
+    for (int64_t row = 0; row < shape[0]; ++row) {
+      dequantize_row(dt, t.data.data() + row * row_bytes, row_values.data(), cols);
+      std::memcpy(out.data() + (size_t)(row * r.size()) * sizeof(float), row_values.data() + r.begin, (size_t)r.size() * sizeof(float));
+    }
+    return out;
+  }
+  const uint64_t skip = bytes_for(dt, r.begin), take = bytes_for(dt, r.size());
+  out.resize((size_t)(shape[0] * take));
+  for (int64_t row = 0; row < shape[0]; ++row)
+    std::memcpy(out.data() + row * take, t.data.data() + row * row_bytes + skip, take);
+  return out;
+}
+
+}  // namespace
+
+Status ModelRunner::cut_shards() {
+  struct Cut {
+    std::shared_ptr<const void> base;  // the model's own storage, still read by the weights left whole
+    std::vector<std::vector<std::byte>> shards;
+  };
+  auto cut = std::make_shared<Cut>();
+  cut->base = weights_->storage;
+  auto view = std::make_shared<ModelWeights>(*weights_);
+  size_t widened = 0;
+  std::string first_widened;
+  for (const graph::Value& v : graph_.values) {
+    if (!v.shard) continue;
+    const std::string& source = v.shard->source.empty() ? v.name : v.shard->source;
+    const WeightTensor* t = weights_->find(source);
+    if (!t) return internal_error("tensor parallel: weight '" + source + "' is not in the model");
+    std::vector<std::byte> bytes = cut_shard(*t, *v.shard, v.desc.shape);
+    if (bytes.size() != v.desc.bytes()) return internal_error(v.name + ": its shard has " + std::to_string(bytes.size()) + " bytes, not " + std::to_string(v.desc.bytes()));
+    WeightTensor shard{v.name, v.desc, {}};
+    cut->shards.push_back(std::move(bytes));
+    shard.data = cut->shards.back();
+    auto it = std::find_if(view->tensors.begin(), view->tensors.end(), [&](const WeightTensor& w) { return w.name == v.name; });
+    if (it != view->tensors.end()) *it = shard;
+    else view->tensors.push_back(shard);
+    if (source == v.name) weights_->release_copied(t->data);
+    if (v.shard->widened) ++widened;
+    if (v.shard->widened && first_widened.empty())
+      first_widened = v.name + " (" + std::string(name(t->desc.dtype)) + ", blocks of " + std::to_string(traits(t->desc.dtype).block_elems) +
+                      " columns)";
+  }
+  // Never silently: a weight held wider than the file's type costs memory and bandwidth.
+  if (widened)
+    placement_notes_.push_back("--tensor-parallel " + std::to_string(options_.parallel.tensor) + ": " + first_widened +
+                               " is held as f32 on each rank: a rank's columns are not whole blocks" +
+                               (widened > 1 ? " (and " + std::to_string(widened - 1) + " more weights like it)" : ""));
+  view->storage = cut;
+  weights_ = std::move(view);
+  return Status::ok();
+}
+
+// Each device that runs a collective gets its communicator: the target's
+// own where its backend has one (NCCL, RCCL), the CPU's (MPI) on the CPU.
+Status ModelRunner::use_communicators() {
+  if (!tp_.group) return Status::ok();
+  for (DeviceSlot& slot : devices_) {
+    const bool runs_collectives = std::any_of(parts_.begin(), parts_.end(), [&](const graph::GraphPart& p) {
+      return p.device == slot.id && std::any_of(p.graph.nodes.begin(), p.graph.nodes.end(), [](const graph::Node& n) {
+               return n.op == OpKind::all_reduce || n.op == OpKind::all_gather || n.op == OpKind::send || n.op == OpKind::recv;
+             });
+    });
+    if (!runs_collectives) continue;
+    auto own = slot.device->create_communicator(*tp_.group);
+    if (own) {
+      TS_TRY(slot.device->use_communicator(*own));
+    } else if (slot.id.backend == "cpu") {
+      TS_TRY(slot.device->use_communicator(tp_.host_comm));
+    } else {
+      return own.status().with_context("--tensor-parallel: " + slot.id.to_string());
     }
   }
   return Status::ok();
@@ -554,15 +693,17 @@ Status ModelRunner::queue_results(const BucketProgram& prog, InFlight& f, int sl
   return Status::ok();
 }
 
-Expected<StepTicket> ModelRunner::submit(const StepRequest& request) {
-  const StepArgs& args = request.args;
-  if (wants(request.outputs, StepOutputs::tokens) && !options_.sample_on_device)
-    return invalid_argument("step: tokens were asked for, but the runner was not built to sample on the device");
-  // The next in-flight slot in turn; it must have been collected.
-  const int slot_index = (int)(next_ticket_ % kMaxInFlight);
-  InFlight& f = in_flight_[(size_t)slot_index];
-  if (!f.collected)
-    return invalid_argument("runner: " + std::to_string(kMaxInFlight) + " steps are in flight; collect one before submitting");
+Status ModelRunner::check_step_arrays(const StepArgs& args) const {
+  const bool present = args.n_tokens >= 0 && args.n_seqs >= 0 && args.n_logit_rows >= 0 && args.n_seqs <= options_.max_seqs &&
+                       (args.n_tokens == 0 || (args.token_ids && args.positions && args.slot_mapping)) && args.query_start &&
+                       (args.n_seqs == 0 || (args.seq_lens && args.block_tables)) && (args.n_logit_rows == 0 || args.logit_rows);
+  if (!present) return invalid_argument("step: an array the step's counts call for is missing, or more sequences than the runner takes");
+  return Status::ok();
+}
+
+// Queues one step's work on its devices: its bucket's program, the block
+// tables at that bucket's stride, the block copies first.
+Expected<ModelRunner::Queued> ModelRunner::queue_step(const StepArgs& args, std::span<const BlockCopy> block_copies) {
   int32_t context = 1;
   if (args.seq_lens && args.n_seqs > 0 && args.n_seqs <= options_.max_seqs)
     for (int32_t s = 0; s < args.n_seqs; ++s) context = std::max(context, args.seq_lens[s]);
@@ -578,17 +719,115 @@ Expected<StepTicket> ModelRunner::submit(const StepRequest& request) {
                   block_table_scratch_.begin() + (ptrdiff_t)s * stride);
     a.block_tables = block_table_scratch_.data();
   }
-  TS_TRY(run_block_copies(request.block_copies));
+  TS_TRY(run_block_copies(block_copies));
   for (const PartExecutable& part : prog->parts) {
     for (const PartExecutable::Input& in : part.inputs) TS_TRY(move_input(*prog, part, in, a));
     TS_TRY(devices_[part.slot].stream->run(*part.exe, a));
   }
+  return Queued{prog, a};
+}
+
+Expected<StepTicket> ModelRunner::submit(const StepRequest& request) {
+  const StepArgs& args = request.args;
+  if (wants(request.outputs, StepOutputs::tokens) && !options_.sample_on_device)
+    return invalid_argument("step: tokens were asked for, but the runner was not built to sample on the device");
+  // The next in-flight slot in turn; it must have been collected.
+  const int slot_index = (int)(next_ticket_ % kMaxInFlight);
+  InFlight& f = in_flight_[(size_t)slot_index];
+  if (!f.collected)
+    return invalid_argument("runner: " + std::to_string(kMaxInFlight) + " steps are in flight; collect one before submitting");
   f.outputs = request.outputs;
   f.rows = args.n_logit_rows;
-  TS_TRY(queue_results(*prog, f, slot_index, a));
+  if (pipelined_ && leader_) {
+    TS_TRY(check_step_arrays(args));
+    TS_TRY(submit_micro_batches(request, f));
+  } else {
+    // Every rank runs the step: the followers get it first (they check it as this rank does).
+    if (leader_) {
+      TS_TRY(check_step_arrays(args));
+      encode_step(args, max_blocks_per_seq_, request.block_copies, (int32_t)request.outputs, step_wire_);
+      TS_TRY(send_control(*tp_.group, ControlKind::step, step_wire_));
+    }
+    TS_ASSIGN_OR_RETURN(const Queued q, queue_step(args, request.block_copies));
+    // A pipeline stage's results go to the next stage, inside its plan; the leader receives the logits.
+    if (!pipelined_) TS_TRY(queue_results(*q.prog, f, slot_index, q.args));
+  }
+  if (pipelined_)
+    for (DeviceSlot& d : devices_)
+      if (d.stream) TS_TRY(d.stream->record(*d.done[(size_t)slot_index]));
   f.ticket = next_ticket_++;
   f.collected = false;
   return f.ticket;
+}
+
+// The pipeline's first stage: the step cut into micro-batches of whole
+// sequences, each sent to the other stages and run through this stage in
+// turn, so stage 2 works on the first while this one works on the second.
+// The last stage's logits of every micro-batch are posted for before any
+// runs, so its sends never wait on this rank (collect waits for them).
+Status ModelRunner::submit_micro_batches(const StepRequest& request, InFlight& f) {
+  const StepArgs& args = request.args;
+  const int pieces = split_micro_batches(args, options_.parallel.pipeline);
+  const size_t vocab = (size_t)config().vocab_size;
+  const int last = tp_.group->size() - 1;
+  f.posted.clear();
+  size_t row = 0;
+  for (int m = 0; m < pieces; ++m) {
+    const StepArgs& mb = micro_[(size_t)m].args;
+    float* at = reinterpret_cast<float*>(f.logits->host_data()) + row * vocab;
+    TS_ASSIGN_OR_RETURN(const uint64_t handle, tp_.host_comm->post_recv(at, (size_t)mb.n_logit_rows * vocab * sizeof(float), last));
+    f.posted.push_back(handle);
+    row += (size_t)mb.n_logit_rows;
+  }
+  for (int m = 0; m < pieces; ++m) {
+    const StepArgs& mb = micro_[(size_t)m].args;
+    const std::span<const BlockCopy> copies = m == 0 ? request.block_copies : std::span<const BlockCopy>{};
+    encode_step(mb, max_blocks_per_seq_, copies, (int32_t)request.outputs, step_wire_);
+    TS_TRY(send_control(*tp_.group, ControlKind::step, step_wire_));
+    TS_TRY(queue_step(mb, copies).status());
+  }
+  return Status::ok();
+}
+
+// Whole sequences, as even as integers allow, at most `pieces` of them; one
+// piece where the logit rows are not in token order (they would not come
+// back in the step's order).
+int ModelRunner::split_micro_batches(const StepArgs& a, int pieces) {
+  bool ordered = true;
+  for (int32_t i = 1; i < a.n_logit_rows; ++i) ordered &= a.logit_rows[i] > a.logit_rows[i - 1];
+  pieces = ordered ? std::max(1, std::min(pieces, a.n_seqs)) : 1;
+  if (micro_.size() < (size_t)pieces) micro_.resize((size_t)pieces);
+  int32_t next_logit = 0;
+  for (int m = 0; m < pieces; ++m) {
+    MicroBatch& mb = micro_[(size_t)m];
+    const ShardRange seqs = a.n_seqs > 0 ? shard_range(a.n_seqs, pieces, m) : ShardRange{0, 0};
+    const int32_t t0 = a.n_seqs > 0 ? a.query_start[seqs.begin] : 0;
+    const int32_t t1 = a.n_seqs > 0 ? a.query_start[seqs.end] : a.n_tokens;
+    mb.token_ids.assign(a.token_ids + t0, a.token_ids + t1);
+    mb.positions.assign(a.positions + t0, a.positions + t1);
+    mb.slot_mapping.assign(a.slot_mapping + t0, a.slot_mapping + t1);
+    mb.query_start.clear();
+    for (int64_t s = seqs.begin; s <= seqs.end; ++s) mb.query_start.push_back(a.query_start[s] - t0);
+    if (mb.query_start.empty()) mb.query_start.push_back(0);
+    mb.seq_lens.assign(a.seq_lens + seqs.begin, a.seq_lens + seqs.end);
+    mb.block_tables.assign(a.block_tables + seqs.begin * max_blocks_per_seq_, a.block_tables + seqs.end * max_blocks_per_seq_);
+    mb.logit_rows.clear();
+    while (next_logit < a.n_logit_rows && a.logit_rows[next_logit] < t1) mb.logit_rows.push_back(a.logit_rows[next_logit++] - t0);
+    if (m == pieces - 1)  // rows past the last sequence's tokens: the step checks refuse them, as they would the whole step
+      while (next_logit < a.n_logit_rows) mb.logit_rows.push_back(a.logit_rows[next_logit++] - t0);
+    StepArgs& s = mb.args;
+    s.token_ids = mb.token_ids.data();
+    s.positions = mb.positions.data();
+    s.slot_mapping = mb.slot_mapping.data();
+    s.n_tokens = t1 - t0;
+    s.query_start = mb.query_start.data();
+    s.seq_lens = mb.seq_lens.data();
+    s.block_tables = mb.block_tables.data();
+    s.n_seqs = (int32_t)seqs.size();
+    s.logit_rows = mb.logit_rows.data();
+    s.n_logit_rows = (int32_t)mb.logit_rows.size();
+  }
+  return pieces;
 }
 
 Expected<StepResult> ModelRunner::collect(StepTicket ticket) {
@@ -601,6 +840,18 @@ Expected<StepResult> ModelRunner::collect(StepTicket ticket) {
     if (d.stream) TS_TRY(d.done[(size_t)slot_index]->synchronize());
   StepResult r;
   const size_t rows = (size_t)f.rows;
+  if (pipelined_) {
+    if (!leader_) return r;  // a later stage's results went on to the next stage
+    for (uint64_t handle : f.posted) TS_TRY(tp_.host_comm->wait_recv(handle));
+    f.posted.clear();
+    // The greedy ids from the logits the last stage sent.
+    const size_t vocab = (size_t)config().vocab_size;
+    const float* logits = reinterpret_cast<const float*>(f.logits->host_data());
+    if (wants(f.outputs, StepOutputs::tokens))
+      for (size_t i = 0; i < rows; ++i)
+        reinterpret_cast<int32_t*>(f.tokens->host_data())[i] =
+            (int32_t)(std::max_element(logits + i * vocab, logits + (i + 1) * vocab) - (logits + i * vocab));
+  }
   if (wants(f.outputs, StepOutputs::logits))
     r.logits = {reinterpret_cast<const float*>(f.logits->host_data()), rows * (size_t)config().vocab_size};
   if (wants(f.outputs, StepOutputs::tokens)) r.tokens = {reinterpret_cast<const int32_t*>(f.tokens->host_data()), rows};

@@ -24,6 +24,7 @@
 #include "core/hal/backend.h"
 #include "core/huge_pages.h"
 #include "core/status.h"
+#include "engine/dist/parallel.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/model_weights.h"
 #include "engine/runtime/model_graph.h"
@@ -75,6 +76,8 @@ struct RunnerOptions {
   // --batch-invariant: kernels whose rows never depend on the step's other
   // rows, bucket or decode/prefill path, where the defaults' do (docs/backends.md, "Batch invariance").
   bool batch_invariant = false;
+  // --tensor-parallel, --pipeline-parallel: this runner is one rank's part of the model (engine/dist/parallel.h).
+  Parallelism parallel;
   static constexpr int32_t kDefaultContextCap = 4096;
 };
 
@@ -200,10 +203,28 @@ class ModelRunner {
     int32_t rows = 0;
     StepOutputs outputs = StepOutputs::logits;
     std::unique_ptr<Buffer> logits, tokens;  // host_staging of the device that makes each
+    std::vector<uint64_t> posted;  // a pipeline's leader: the receives of each micro-batch's logits
+  };
+  // A pipeline leader's micro-batch: a range of the step's sequences, its arrays rebased.
+  struct MicroBatch {
+    std::vector<int32_t> token_ids, positions, slot_mapping, query_start, seq_lens, block_tables, logit_rows;
+    StepArgs args;
+  };
+  struct Queued {
+    BucketProgram* prog = nullptr;
+    StepArgs args;  // block tables at the bucket's stride
   };
 
   ModelRunner(std::shared_ptr<const ModelWeights> w, const RunnerOptions& o) : weights_(std::move(w)), options_(o) {}
   Status place_and_bind();
+  // The weights the tensor_parallel pass sharded, cut into memory of their own
+  // and seen under their names from then on (weights_ becomes a view with them).
+  Status cut_shards();
+  Status use_communicators();
+  Status check_step_arrays(const StepArgs& args) const;
+  Expected<Queued> queue_step(const StepArgs& args, std::span<const BlockCopy> block_copies);
+  Status submit_micro_batches(const StepRequest& request, InFlight& f);
+  int split_micro_batches(const StepArgs& a, int pieces);
   Status make_weights();
   Status make_weight(const graph::Value& v, std::span<std::byte> out) const;
   Status compile_buckets();
@@ -239,6 +260,13 @@ class ModelRunner {
   std::map<std::string, std::span<const std::byte>> made_;
   std::vector<std::byte> staging_;            // transfers between two devices without host memory
   std::vector<int32_t> block_table_scratch_;  // block tables at a context bucket's row stride
+  // Tensor parallelism: the ranks' group; the leader (rank 0) sends every
+  // step to the others before running it (engine/dist/parallel.h).
+  ResolvedGroup tp_;
+  bool leader_ = false;
+  bool pipelined_ = false;            // --pipeline-parallel: this runner is one stage
+  std::vector<MicroBatch> micro_;     // the leader's, reused step after step
+  std::vector<std::byte> step_wire_;
 };
 
 // The KV budget RunnerOptions::kv_memory_fraction gives on `device` for

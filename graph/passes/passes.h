@@ -6,6 +6,8 @@
 namespace tessera::graph::passes {
 
 Status shape_inference(Graph& g, const PassContext& ctx);
+Status tensor_parallel(Graph& g, const PassContext& ctx);
+Status pipeline_parallel(Graph& g, const PassContext& ctx);
 Status dead_code_elimination(Graph& g, const PassContext& ctx);
 Status fuse_qkv(Graph& g, const PassContext& ctx);
 Status fuse_gate_up(Graph& g, const PassContext& ctx);

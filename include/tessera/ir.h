@@ -35,6 +35,9 @@ struct IrOptions {
   bool batch_invariant = false;  // the tiling pass marks nodes tile{batch_invariant=1} (docs/backends.md)
   int32_t ctx = 0;             // context the KV pools and RoPE tables are sized for; 0: the model's, at most 4096
   int32_t block_size = 16;     // KV block size in tokens
+  // The part of a split model rank `rank` runs (docs/parallelism.md): the
+  // tensor_parallel and pipeline_parallel passes with these; 1: the whole model.
+  int32_t tensor_parallel = 1, pipeline_parallel = 1, rank = 0;
   bool print_after_all = false;
   std::string print_after;     // print the graph after this pass only
   int32_t memory_plan_rows = 0;  // > 0: also print the arena plan at T = R = this

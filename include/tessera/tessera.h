@@ -51,9 +51,17 @@ struct ModelOptions {
   // backends and dtypes where the default kernels do not already promise
   // that (docs/backends.md, "Batch invariance").
   bool batch_invariant = false;
+  // --tensor-parallel N: the model split over the N ranks `mpirun -np N`
+  // started (docs/parallelism.md); rank 0 runs the command, the others
+  // follow it (follow_rank0). 1: one process.
+  int32_t tensor_parallel = 1;
+  // --pipeline-parallel N: the layers split into N stages, one per rank
+  // (docs/parallelism.md); one kind of split at a time. 1: one process.
+  int32_t pipeline_parallel = 1;
 };
 
 class Model;
+struct RunnerOptions;  // the library's own (engine/runtime/model_runner.h)
 
 // A generation session over one sequence of a Model.
 class TESSERA_API Generation {
@@ -118,6 +126,8 @@ class TESSERA_API Model {
   Impl& impl() { return *impl_; }  // the library's own tests reach the runtime through it
 
  private:
+  // The library's own: a model opened with runner options the public ones do not reach (engine/api/model_impl.h).
+  friend Expected<std::unique_ptr<Model>> open_model(const ModelOptions& o, const RunnerOptions& ro);
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
@@ -129,6 +139,17 @@ struct BackendReport {
   std::string why_none;  // when devices is empty
 };
 TESSERA_API std::vector<BackendReport> list_devices();
+
+// Multi-rank runs (docs/parallelism.md). This process's rank among those
+// mpirun started (0 without mpirun), read from mpirun's environment.
+TESSERA_API int launched_rank();
+// What a rank other than 0 runs instead of its command: it opens each runner
+// rank 0 opens, runs its steps on its part of the model, and returns when
+// rank 0 leaves (its process ends). An error is one this rank met.
+TESSERA_API Status follow_rank0();
+// Ends every rank of a multi-rank run with `code`, where this process took
+// part in one: a rank that failed must not leave the others waiting on it.
+TESSERA_API void abort_ranks(int code);
 // Bytes of memory free now on device `index` of `backend` (it opens the
 // device to ask; docs/backends.md says how each backend measures).
 TESSERA_API Expected<uint64_t> free_device_memory(const std::string& backend, int index);

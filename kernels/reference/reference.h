@@ -40,3 +40,14 @@ void elementwise(const ElementwiseArgs& a);           // each instruction as its
 void matmul_epilogue(const MatmulEpilogueArgs& a);    // matmul, then elementwise over the product
 
 }  // namespace tessera::kernels::reference
+
+namespace tessera::kernels::reference {
+
+// The collectives of a tensor-parallel graph over every rank's input at
+// once (the ranks' own kernels are the communicator's, backends/mpi and the
+// GPU plugins): the sum of the ranks' x, in f64, in rank order; and the
+// ranks' column ranges (shard_range of `total`) side by side.
+void all_reduce_sum(const float* const* ranks, int world, float* y, int64_t n);
+void all_gather_columns(const float* const* parts, int world, int64_t rows, int64_t total, float* y);
+
+}  // namespace tessera::kernels::reference

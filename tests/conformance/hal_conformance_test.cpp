@@ -29,17 +29,6 @@ OpInput weight_f32(Shape s, const std::vector<float>& v) {
 OpInput step(StepField f) { return {OpInput::step, {}, {}, f}; }
 
 // A plain one-sequence step of n tokens (no KV use).
-void plain_step(OpCase& c, int32_t n) {
-  c.n_tokens = n;
-  c.bucket = {n, 1, n, 1};
-  c.token_ids.assign((size_t)n, 0);
-  c.positions.resize((size_t)n);
-  std::iota(c.positions.begin(), c.positions.end(), 0);
-  c.slot_mapping.assign((size_t)n, 0);
-  c.query_start = {0, n};
-  c.seq_lens = {n};
-  c.block_tables = {0};
-}
 
 // Runs the case on every device; `check` compares one device's output (given the device too where it takes two arguments).
 template <class Check>

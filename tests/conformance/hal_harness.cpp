@@ -1,6 +1,7 @@
 #include "hal_harness.h"
 
 #include <cstdio>
+#include <numeric>
 #include <cstring>
 #include <filesystem>
 
@@ -170,6 +171,18 @@ Expected<std::vector<std::vector<std::byte>>> run_compiled(CompiledOp& op, const
   }
   TS_TRY(stream.synchronize());
   return results;
+}
+
+void plain_step(OpCase& c, int32_t n) {
+  c.n_tokens = n;
+  c.bucket = {n, 1, n, 1};
+  c.token_ids.assign((size_t)n, 0);
+  c.positions.resize((size_t)n);
+  std::iota(c.positions.begin(), c.positions.end(), 0);
+  c.slot_mapping.assign((size_t)n, 0);
+  c.query_start = {0, n};
+  c.seq_lens = {n};
+  c.block_tables = {0};
 }
 
 }  // namespace tessera::testing

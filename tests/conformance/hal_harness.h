@@ -54,6 +54,9 @@ std::vector<graph::ValueId> add_inputs(graph::GraphBuilder& b, const OpCase& c);
 Expected<CompiledOp> compile_graph(Device& device, const graph::Graph& g, const OpCase& c);
 // Runs a compiled case once with c's step; its outputs as run_op's (for a graph: those it returns, in order).
 Expected<std::vector<std::vector<std::byte>>> run_compiled(CompiledOp& op, const OpCase& c);
+// A step of one sequence of n tokens at positions 0..n-1, in a bucket of n
+// tokens and rows: for ops that read no step array but must run in a step.
+void plain_step(OpCase& c, int32_t n);
 // The case's step arrays as StepArgs (pointing into `c`).
 StepArgs step_args(const OpCase& c);
 

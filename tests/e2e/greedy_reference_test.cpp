@@ -8,12 +8,6 @@ using namespace tessera::testing;
 
 namespace {
 
-std::vector<int32_t> ids_from_stdout(const CliResult& r) {
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  const std::string line = trim(r.out);
-  REQUIRE_MESSAGE(line.find('\n') == std::string::npos, "--print-ids must print exactly one line");
-  return parse_ids(line);
-}
 
 }  // namespace
 

@@ -45,6 +45,45 @@ inline constexpr bool kRocmBuilt = true;
 inline constexpr bool kRocmBuilt = false;
 #endif
 
+// The plugins built with their collectives library (NCCL, RCCL): from
+// tests/CMakeLists.txt, where CMake found it.
+#if defined(TESSERA_CUDA_NCCL_BUILT)
+inline constexpr bool kCudaNccl = true;
+#else
+inline constexpr bool kCudaNccl = false;
+#endif
+#if defined(TESSERA_ROCM_RCCL_BUILT)
+inline constexpr bool kRocmRccl = true;
+#else
+inline constexpr bool kRocmRccl = false;
+#endif
+
+// `name`'s plugin built with `library`, and `devices` GPUs of it.
+inline Requirement gpus_with(const std::string& name, bool built, bool with_library, const std::string& library, int devices) {
+  Requirement r{"the " + name + " " + library + " tests on " + std::to_string(devices) + " device" + (devices > 1 ? "s" : ""), ""};
+  if (!built) return {r.what, plugin_built(name, built).missing};
+  if (!with_library) return {r.what, "the " + name + " plugin was built without " + library + " (its header was not found at configure)"};
+  Backend* b = load_backend(name);
+  if (!b) return r;  // built but not loaded: the cases run and fail
+  const size_t found = b->enumerate().size();
+  if (found == 0)
+    r.missing = "no " + name + " device (" + b->why_none() + ")";
+  else if (found < (size_t)devices)
+    r.missing = "they need " + std::to_string(devices) + " " + name + " devices; this machine has " + std::to_string(found);
+  return r;
+}
+
+inline const Requirement& cuda_nccl_gpus(int devices) {
+  static const Requirement one = announce(gpus_with("cuda", kCudaBuilt, kCudaNccl, "nccl", 1));
+  static const Requirement two = announce(gpus_with("cuda", kCudaBuilt, kCudaNccl, "nccl", 2));
+  return devices <= 1 ? one : two;
+}
+inline const Requirement& rocm_rccl_gpus(int devices) {
+  static const Requirement one = announce(gpus_with("rocm", kRocmBuilt, kRocmRccl, "rccl", 1));
+  static const Requirement two = announce(gpus_with("rocm", kRocmBuilt, kRocmRccl, "rccl", 2));
+  return devices <= 1 ? one : two;
+}
+
 inline const Requirement& cuda_plugin() {
   static const Requirement r = announce(plugin_built("cuda", kCudaBuilt));
   return r;

@@ -230,6 +230,8 @@ TEST_CASE("disagg serve: wrong role flags are refused in one line naming the fla
            {{"-m", m, "--kv-listen", "127.0.0.1:0"}, "tessera: --kv-listen: only with --role decode"},
            {{"-m", m, "--prefill", "http://127.0.0.1:9"}, "tessera: --prefill: only with --role router"},
            {{"--role", "decode"}, "tessera: -m: required (a model file, or synthetic[:TYPE])"},
+           {{"--role", "decode", "-m", m, "--tensor-parallel", "2"},
+            "tessera: --role decode: not with --tensor-parallel or --pipeline-parallel (each rank holds part of the KV cache)"},
            {{"--role", "router", "--colocated", "http://127.0.0.1:7", "--prefill", "http://127.0.0.1:9"},
             "tessera: --colocated: not with --prefill or --decode (a router serves one way)"},
        }) {

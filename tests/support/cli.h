@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
+#include "support/reference_cases.h"
+
 namespace tessera::testing {
 
 struct CliResult {
@@ -48,14 +52,20 @@ inline std::string temp_dir() {
   return dir;
 }
 
-inline CliResult run_tessera(const std::vector<std::string>& args) {
+// The CLI under `prefix` (a launcher: timeout, mpirun), each argument quoted.
+inline CliResult run_tessera_under(const std::vector<std::string>& prefix, const std::vector<std::string>& args) {
   static int counter = 0;
   const std::string base = temp_dir() + "/cli" + std::to_string(getpid()) + "_" + std::to_string(counter++);
   // TESSERA_TEST_EMULATOR: a command the CLI runs under, e.g. "qemu-aarch64 -L
   // /usr/aarch64-linux-gnu" for a cross-built tree (tests/arm64/run_arm64.sh),
   // where the host cannot exec the binary itself.
   const char* emulator = std::getenv("TESSERA_TEST_EMULATOR");
-  std::string cmd = emulator != nullptr && *emulator != '\0' ? std::string(emulator) + " " : std::string();
+  std::string cmd;
+  for (const auto& p : prefix) {
+    cmd += shell_quote(p);
+    cmd += ' ';
+  }
+  if (emulator != nullptr && *emulator != '\0') cmd += std::string(emulator) + " ";
   cmd += shell_quote(TESSERA_BIN);
   for (const auto& a : args) {
     cmd += ' ';  // (`" " + shell_quote(a)` draws a false -Wrestrict from GCC 12 where this is inlined)
@@ -70,6 +80,16 @@ inline CliResult run_tessera(const std::vector<std::string>& args) {
   std::remove((base + ".out").c_str());
   std::remove((base + ".err").c_str());
   return r;
+}
+
+inline CliResult run_tessera(const std::vector<std::string>& args) { return run_tessera_under({}, args); }
+
+// The ids `--print-ids` printed: stdout's one line.
+inline std::vector<int32_t> ids_from_stdout(const CliResult& r) {
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const std::string line = trim(r.out);
+  REQUIRE_MESSAGE(line.find('\n') == std::string::npos, "--print-ids must print exactly one line");
+  return parse_ids(line);
 }
 
 inline std::string shared_path(const std::string& rel) { return std::string(TESSERA_SHARED_DIR) + "/" + rel; }

@@ -15,7 +15,7 @@ namespace {
 struct IrFlags {
   std::string model, passes, tile, place, weight_layout = "auto", kv_type = "auto", print_after, target = "cpu", parse_file;
   bool print_after_all = false, time_passes = false, list_passes = false, strict = false, batch_invariant = false;
-  int32_t ctx = 0, block_size = 16, memory_plan_rows = 0;
+  int32_t ctx = 0, block_size = 16, memory_plan_rows = 0, tensor_parallel = 1, pipeline_parallel = 1, rank = 0;
 } f;
 
 int ir_main() {
@@ -39,6 +39,9 @@ int ir_main() {
   o.batch_invariant = f.batch_invariant;
   o.ctx = f.ctx;
   o.block_size = f.block_size;
+  o.tensor_parallel = f.tensor_parallel;
+  o.pipeline_parallel = f.pipeline_parallel;
+  o.rank = f.rank;
   o.print_after_all = f.print_after_all;
   o.print_after = f.print_after;
   o.memory_plan_rows = f.memory_plan_rows;
@@ -76,6 +79,11 @@ Subcommand add_ir(CLI::App& app) {
   s->add_option("--memory-plan", f.memory_plan_rows, "after the graph, print its arena plan at this many rows (T = R)");
   s->add_option("--ctx", f.ctx, "context length the KV pools and folded RoPE tables are sized for (default: the model's, at most 4096)");
   s->add_option("--block-size", f.block_size, "KV block size in tokens");
+  s->add_option("--tensor-parallel", f.tensor_parallel, "print rank --rank's part of the model split over N ranks (docs/parallelism.md)")
+      ->check(CLI::Range(1, 1024));
+  s->add_option("--pipeline-parallel", f.pipeline_parallel, "print rank --rank's stage of the model split into N stages")
+      ->check(CLI::Range(1, 1024));
+  s->add_option("--rank", f.rank, "the rank whose part --tensor-parallel or --pipeline-parallel prints (default 0)");
   s->add_option("--parse", f.parse_file, "read a printed graph from FILE, verify it, run --passes on it and print it");
   s->add_flag("--list-passes", f.list_passes, "list the passes and the default order");
   return {s, ir_main};

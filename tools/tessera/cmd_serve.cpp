@@ -94,6 +94,9 @@ int serve_main() {
   if (!synthetic_model_type(f.model) && !std::filesystem::is_regular_file(f.model, ec)) return fail(io_error(f.model + ": no such file"));
   ServeOptions o = f.serve;
   o.engine = f.engine.options(f.model_flags.options(f.model, f.tokenizer));
+  // Each rank of a split model holds part of every block; only rank 0's engine would be moved.
+  if ((o.role == "prefill" || o.role == "decode") && (o.engine.model.tensor_parallel > 1 || o.engine.model.pipeline_parallel > 1))
+    return fail(invalid_argument("--role " + o.role + ": not with --tensor-parallel or --pipeline-parallel (each rank holds part of the KV cache)"));
   o.engine.max_num_batched_tokens = std::max(o.engine.max_num_batched_tokens, o.engine.max_num_seqs);
   if (o.served_model_name.empty()) o.served_model_name = std::filesystem::path(f.model).filename().string();
   if (!f.chat_template_file.empty()) {

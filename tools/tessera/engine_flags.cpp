@@ -11,7 +11,20 @@ void add_kv_type_flag(CLI::App& s, std::string& kv_type) {
       ->check(CLI::IsMember({"auto", "f32", "f16", "bf16", "q8_0", "fp8_e4m3"}));
 }
 
+bool& parallel_requested() {
+  static bool asked = false;
+  return asked;
+}
+
 void ModelFlags::add(CLI::App& s) {
+  s.add_option("--tensor-parallel", tensor_parallel,
+               "split every layer over N ranks started by `mpirun -np N tessera ...`; rank 0 runs the command (docs/parallelism.md)")
+      ->check(CLI::Range(1, 1024))
+      ->each([](const std::string& v) { parallel_requested() |= std::stoi(v) > 1; });
+  s.add_option("--pipeline-parallel", pipeline_parallel,
+               "split the layers into N stages on N ranks started by `mpirun -np N tessera ...`; rank 0 runs the command (docs/parallelism.md)")
+      ->check(CLI::Range(1, 1024))
+      ->each([](const std::string& v) { parallel_requested() |= std::stoi(v) > 1; });
   s.add_option("--backend", backend, "backend: cpu, or a plugin's name");
   s.add_option("--device", device, "device index within the backend");
   s.add_option("--ctx", ctx, "context length to allocate (default: the model's, at most 4096)");
@@ -40,6 +53,8 @@ ModelOptions ModelFlags::options(const std::string& model, const std::string& to
   mo.weight_layout = weight_layout;
   mo.kv_type = kv_type;
   mo.batch_invariant = batch_invariant;
+  mo.tensor_parallel = tensor_parallel;
+  mo.pipeline_parallel = pipeline_parallel;
   return mo;
 }
 

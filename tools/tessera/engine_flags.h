@@ -17,9 +17,16 @@ namespace tessera::cli {
 // --kv-type, for the commands that open a model without ModelFlags (bench, ir).
 void add_kv_type_flag(CLI::App& app, std::string& kv_type);
 
+// Whether the command line parsed asks for several ranks (--tensor-parallel
+// or --pipeline-parallel above 1): main() makes a rank other than 0 follow
+// rank 0 instead of running the command.
+bool& parallel_requested();
+
 struct ModelFlags {
   std::string backend = "cpu", passes = "default", tile, place, weight_layout = "auto", kv_type = "auto";
   int device = 0;
+  int32_t tensor_parallel = 1;
+  int32_t pipeline_parallel = 1;
   int32_t ctx = 0;
   bool strict = false;
   bool batch_invariant = false;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tools/tessera/cli_common.h"
+#include "tools/tessera/engine_flags.h"
 
 int main(int argc, char** argv) {
   using namespace tessera::cli;
@@ -22,7 +23,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tessera: %s\n", e.what());
     return 2;
   }
+  // Under mpirun, the ranks other than 0 follow rank 0's runners rather than run the command.
+  if (parallel_requested() && tessera::launched_rank() > 0) {
+    const tessera::Status st = tessera::follow_rank0();
+    if (!st.is_ok()) {
+      std::fprintf(stderr, "tessera: rank %d: %s\n", tessera::launched_rank(), st.message().c_str());
+      tessera::abort_ranks(1);
+      return 1;
+    }
+    return 0;
+  }
   for (const auto& s : subs)
-    if (s.app->parsed()) return s.run();
+    if (s.app->parsed()) {
+      const int rc = s.run();
+      if (rc != 0 && parallel_requested()) tessera::abort_ranks(rc);  // the followers would wait for rank 0 forever
+      return rc;
+    }
   return 2;
 }
