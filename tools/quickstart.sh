@@ -19,10 +19,11 @@ shift || true
 # CPU Vulkan driver the Vulkan tests run on where there is no GPU.
 # libcpp-httplib-dev: the CLI's HTTP server and bench serve's client; curl: the server tests
 # check the raw SSE framing with it. libopenmpi-dev openmpi-bin: tensor parallelism across
-# processes and hosts (`mpirun -np N tessera ... --tensor-parallel N`).
+# processes and hosts (`mpirun -np N tessera ... --tensor-parallel N`). libucx-dev:
+# prefill/decode disaggregation moves KV blocks over UCX (libucx0, its runtime, comes with it).
 packages=(g++ cmake ninja-build pkg-config libdnnl-dev ocl-icd-opencl-dev doctest-dev nlohmann-json3-dev libcli11-dev
           libvulkan-dev glslc mesa-vulkan-drivers libcpp-httplib-dev curl
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin libucx-dev)
 # Node.js runs the independent test oracles (npm packages); any node/npm on PATH will do.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 # Python's jinja2 is the chat-template tests' oracle (../shared/tools/render_chat_template.py); tests only.

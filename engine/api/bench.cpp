@@ -11,6 +11,7 @@
 #include "engine/bench/op_bench.h"
 #include "engine/bench/roofline.h"
 #include "engine/bench/serving_bench.h"
+#include "engine/disagg/kv_transfer_bench.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "tessera/bench.h"
 
@@ -43,6 +44,8 @@ MatmulRoofReport time_matmul_roofs(int64_t n, int64_t k, int reps) {
                             c.GBps(), c.roof_GBps, c.share_of_roof});
   return report;
 }
+
+Expected<KvTransferBenchReport> time_kv_transfer(const KvTransferBenchOptions& o) { return disagg::bench_kv_transfer(o); }
 
 Expected<OpBenchReport> time_cpu_op(const OpBenchOptions& o) {
   OpShape shape;

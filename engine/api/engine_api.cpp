@@ -1,20 +1,9 @@
 // Engine and RequestHandle: the public face of the serving engine (engine/serving/).
 #include "tessera/engine.h"
 
-#include "engine/api/model_impl.h"
-#include "engine/serving/serving_engine.h"
+#include "engine/api/engine_impl.h"
 
 namespace tessera {
-
-struct RequestHandle::Impl {
-  std::shared_ptr<RequestState> state;
-};
-
-struct Engine::Impl {
-  LoadedModel model;  // before the engine: it reads the tokenizer until it stops
-  ModelConfig config;
-  std::unique_ptr<ServingEngine> engine;
-};
 
 RequestHandle::RequestHandle(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RequestHandle::~RequestHandle() = default;
@@ -59,19 +48,17 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& o) {
   return std::unique_ptr<Engine>(new Engine(std::move(m)));
 }
 
-namespace {
-Expected<std::shared_ptr<RequestHandle>> wrap(Expected<std::shared_ptr<RequestState>> s) {
+Expected<std::shared_ptr<RequestHandle>> wrap_request(Expected<std::shared_ptr<RequestState>> s) {
   if (!s) return s.status();
   return std::make_shared<RequestHandle>(std::make_unique<RequestHandle::Impl>(RequestHandle::Impl{std::move(*s)}));
 }
-}  // namespace
 
 Expected<std::shared_ptr<RequestHandle>> Engine::submit(const Request& request, Delivery delivery) {
-  return wrap(impl_->engine->submit(request, delivery == stream ? tessera::Delivery::stream : tessera::Delivery::result));
+  return wrap_request(impl_->engine->submit(request, delivery == stream ? tessera::Delivery::stream : tessera::Delivery::result));
 }
 
 Expected<std::shared_ptr<RequestHandle>> Engine::submit(const Request& request, std::function<void(const TokenOutput&)> on_token) {
-  return wrap(impl_->engine->submit(request, tessera::Delivery::callback, std::move(on_token)));
+  return wrap_request(impl_->engine->submit(request, tessera::Delivery::callback, std::move(on_token)));
 }
 
 void Engine::cancel(RequestHandle& request) { impl_->engine->cancel(*request.impl_->state); }

@@ -53,6 +53,10 @@ Status check(const LoadOptions& o) {
   if (!(o.burstiness > 0)) return invalid_argument("--burstiness: must be > 0, got " + std::to_string(o.burstiness));
   if (o.dataset.empty() && (o.input.lo < 1 || o.output.lo < 1))
     return invalid_argument("--input-len/--output-len: lengths must be >= 1");
+  if (o.long_fraction < 0 || o.long_fraction > 1)
+    return invalid_argument("--long-prompts: the fraction must be in [0, 1], got " + std::to_string(o.long_fraction));
+  if (o.long_fraction > 0 && !o.dataset.empty()) return invalid_argument("--long-prompts: not with --dataset");
+  if (o.long_fraction > 0 && o.long_input.lo < 1) return invalid_argument("--long-prompts: the length must be >= 1");
   for (size_t i = 0; i < o.dataset.size(); ++i) {
     const DatasetEntry& e = o.dataset[i];
     if (e.output_len < 1) return invalid_argument("dataset entry " + std::to_string(i + 1) + ": output_len must be >= 1");
@@ -80,8 +84,12 @@ std::vector<LoadRequest> make_requests(const LoadOptions& o, int32_t vocab, std:
       q.prompt_ids = !e.prompt_ids.empty() || !e.prompt_text.empty() ? e.prompt_ids : random_ids(e.input_len);
       q.max_tokens = e.output_len;
     } else {
-      q.prompt_ids = random_ids(uniform(o.input));
+      // The draw for long or short only when the load mixes them, so a
+      // seed gives the same requests it always gave without --long-prompts.
+      const bool is_long = o.long_fraction > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < o.long_fraction;
+      q.prompt_ids = random_ids(uniform(is_long ? o.long_input : o.input));
       q.max_tokens = uniform(o.output);
+      q.long_prompt = is_long;
     }
   }
   return reqs;
@@ -158,6 +166,7 @@ Expected<LoadReport> run_load(const LoadOptions& o, LoadTarget& target, void (*l
   LoadReport r;
   r.target = target.describe();
   r.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<double> ttft_by[2], tpot_by[2];  // short, long
   for (size_t i = 0; i < reqs.size(); ++i) {
     const LoadOutcome& out = outcomes[i];
     if (!out.ok || out.chunk_ms.empty()) {
@@ -172,6 +181,10 @@ Expected<LoadReport> run_load(const LoadOptions& o, LoadTarget& target, void (*l
     const double tpot = out.completion_tokens > 1 ? (e2el[i] - ttft) / (double)(out.completion_tokens - 1) : 0;
     r.ttft_samples.push_back(ttft);
     if (out.completion_tokens > 1) r.tpot_samples.push_back(tpot);
+    const int cls = reqs[i].long_prompt ? 1 : 0;
+    r.long_completed += cls;
+    ttft_by[cls].push_back(ttft);
+    if (out.completion_tokens > 1) tpot_by[cls].push_back(tpot);
     r.e2el_samples.push_back(e2el[i]);
     for (size_t k = 1; k < out.chunk_ms.size(); ++k) r.itl_samples.push_back(out.chunk_ms[k] - out.chunk_ms[k - 1]);
     const bool good = (o.goodput_ttft_ms <= 0 || ttft <= o.goodput_ttft_ms) && (o.goodput_tpot_ms <= 0 || tpot <= o.goodput_tpot_ms) &&
@@ -189,6 +202,12 @@ Expected<LoadReport> run_load(const LoadOptions& o, LoadTarget& target, void (*l
   r.tpot_ms = stats_of(r.tpot_samples);
   r.itl_ms = stats_of(r.itl_samples);
   r.e2el_ms = stats_of(r.e2el_samples);
+  if (o.long_fraction > 0) {
+    r.ttft_short_ms = stats_of(ttft_by[0]);
+    r.ttft_long_ms = stats_of(ttft_by[1]);
+    r.tpot_short_ms = stats_of(tpot_by[0]);
+    r.tpot_long_ms = stats_of(tpot_by[1]);
+  }
   return r;
 }
 

@@ -135,6 +135,9 @@ class ModelRunner {
   // The asked-for device (the CPU and devices --place names may run some nodes too: placement_notes).
   const DeviceInfo& device_info() const { return devices_[0].device->info(); }
   Device& device() { return *devices_[0].device; }
+  // The stream of device slot `slot` (a KvCache::Pool's `device`), for moving
+  // KV blocks in and out of the pools between steps (disaggregation).
+  Stream& stream(size_t slot) { return *devices_[slot].stream; }
   const KvCacheSpec& kv_spec() const { return kv_spec_; }
   KvCache* kv_cache() const { return kv_; }
   bool samples_on_device() const { return options_.sample_on_device; }

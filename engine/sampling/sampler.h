@@ -39,6 +39,10 @@ class Sampler {
   // are. Allocates only the first time it sees a vocabulary larger than
   // before (a copy starts with no buffers). Costs O(vocabulary) plus the
   // adjustments' O(distinct tokens seen), plus sorting what top-k or top-p keep.
+  // The draw stream's state: a sequence moved to another worker after its
+  // first token (disaggregation) continues the same stream there.
+  uint64_t rng_state() const { return rng_state_; }
+  void set_rng_state(uint64_t state) { rng_state_ = state; }
   int32_t sample(std::span<float> logits);
 
   // The probability sample() would draw each token with from these logits:

@@ -13,10 +13,35 @@
 #include <mutex>
 #include <vector>
 
+#include "engine/disagg/kv_blocks.h"
 #include "engine/serving/sequence.h"
 #include "tessera/serving.h"
 
 namespace tessera {
+
+class ModelRunner;
+
+// Disaggregation, the prefill side: the blocks one step computed of a
+// prompt, handed over on the engine thread right after the step (the pools
+// hold them; nothing runs until the hook returns).
+struct KvChunk {
+  ModelRunner& runner;
+  const KvCache& kv;
+  std::span<const int32_t> blocks;  // the sequence's logical blocks [first_block, first_block + blocks.size())
+  int32_t first_block = 0;
+  int32_t computed_tokens = 0;      // the sequence's positions with K/V after this step
+  int32_t prompt_tokens = 0;
+};
+// An error fails the request (its blocks go back); the engine keeps serving.
+using KvExportFn = std::function<Status(const KvChunk&)>;
+
+// Disaggregation, the decode side: a prompt another worker computed, and the
+// token it sampled after it, with the sampler's draw stream as it left it.
+struct KvImport {
+  disagg::KvPayload payload;
+  int32_t first_token = -1;
+  uint64_t rng_state = 0;
+};
 
 using TokenCallback = std::function<void(const TokenOutput&)>;
 
@@ -33,6 +58,7 @@ class RequestState {
   RequestState(uint64_t id, Request request, Delivery delivery, TokenCallback callback);
 
   uint64_t id() const { return id_; }
+  void set_id(uint64_t id) { id_ = id; }  // by the engine, before the request is queued
   const Request& request() const { return request_; }
   double ms_since_submit(Clock::time_point t = Clock::now()) const;
   Clock::time_point submitted() const { return submitted_; }
@@ -50,6 +76,14 @@ class RequestState {
 
   // ---- the engine thread ----
   std::vector<std::unique_ptr<Sequence>> seqs;  // index order once forked
+  // Disaggregation (engine thread; set before the request is queued).
+  KvExportFn kv_export;                  // prefill side: each chunk's blocks
+  int32_t kv_exported_tokens = 0;        // positions handed to kv_export so far
+  std::unique_ptr<KvImport> kv_import;   // decode side: the prompt's K/V, dropped once in the pools
+  // Prefill side: the first token sampled (a stop token included) and the
+  // draw stream after it; read once the request is done.
+  std::atomic<int32_t> first_sampled{-1};
+  std::atomic<uint64_t> rng_after_first{0};
   // Adds the event to the result (and the stream, or calls back).
   void emit(TokenOutput&& ev);
   // Ends sequence `index` (an event with token -1 unless it already went
@@ -61,7 +95,7 @@ class RequestState {
   bool finished(int32_t index) const;
 
  private:
-  const uint64_t id_;
+  uint64_t id_;
   const Request request_;
   const Delivery delivery_;
   const TokenCallback callback_;

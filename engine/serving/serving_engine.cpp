@@ -121,15 +121,48 @@ Status ServingEngine::validate(const Request& q) const {
 
 Expected<std::shared_ptr<RequestState>> ServingEngine::submit(Request request, Delivery delivery, TokenCallback callback) {
   TS_TRY(validate(request));
-  std::shared_ptr<RequestState> r;
+  return enqueue(std::make_shared<RequestState>(0, std::move(request), delivery, std::move(callback)));
+}
+
+Expected<std::shared_ptr<RequestState>> ServingEngine::enqueue(std::shared_ptr<RequestState> r) {
   {
     std::lock_guard l(inbox_mu_);
     if (stopping_) return invalid_argument("engine: shutting down");
-    r = std::make_shared<RequestState>(next_request_++, std::move(request), delivery, std::move(callback));
+    r->set_id(next_request_++);
     inbox_.push_back(r);
   }
   inbox_cv_.notify_all();
   return r;
+}
+
+Expected<std::shared_ptr<RequestState>> ServingEngine::submit_prefill(Request request, KvExportFn on_chunk, Delivery delivery,
+                                                                      TokenCallback callback) {
+  TS_TRY(validate(request));
+  if (request.n != 1) return invalid_argument("n: a disaggregated request samples one sequence, got " + std::to_string(request.n));
+  if (!on_chunk) return invalid_argument("submit_prefill: no chunk hook");
+  auto r = std::make_shared<RequestState>(0, std::move(request), delivery, std::move(callback));
+  r->kv_export = std::move(on_chunk);
+  return enqueue(std::move(r));
+}
+
+Expected<std::shared_ptr<RequestState>> ServingEngine::submit_imported(Request request, KvImport import, Delivery delivery,
+                                                                       TokenCallback callback) {
+  TS_TRY(validate(request));
+  if (request.n != 1) return invalid_argument("n: a disaggregated request samples one sequence, got " + std::to_string(request.n));
+  TS_TRY(disagg::check_same_shape(disagg::kv_shape(*runner_.kv), import.payload.shape));
+  if (import.payload.tokens != (int32_t)request.prompt.size())
+    return invalid_argument("kv transfer: the K/V of " + std::to_string(import.payload.tokens) + " positions for a prompt of " +
+                            std::to_string(request.prompt.size()) + " tokens");
+  const uint64_t want = (uint64_t)import.payload.n_blocks * import.payload.shape.block_bytes_all_pools();
+  if (import.payload.bytes.size() != want)
+    return invalid_argument("kv transfer: " + std::to_string(import.payload.bytes.size()) + " bytes of K/V, expected " + std::to_string(want));
+  const int32_t vocab = runner_.runner->config().vocab_size;
+  if (import.first_token < 0 || import.first_token >= vocab)
+    return out_of_range("kv transfer: first token " + std::to_string(import.first_token) + " is outside the vocabulary [0, " +
+                        std::to_string(vocab) + ")");
+  auto r = std::make_shared<RequestState>(0, std::move(request), delivery, std::move(callback));
+  r->kv_import = std::make_unique<KvImport>(std::move(import));
+  return enqueue(std::move(r));
 }
 
 void ServingEngine::cancel(RequestState& request) {
@@ -158,8 +191,16 @@ bool ServingEngine::take_inbox(std::vector<std::shared_ptr<RequestState>>* fresh
 void ServingEngine::loop() {
   std::vector<std::shared_ptr<RequestState>> fresh;
   while (take_inbox(&fresh)) {
-    for (auto& r : fresh) start_request(r);
+    for (auto& r : fresh) {
+      if (r->kv_import) {
+        live_.push_back(r);
+        waiting_imports_.push_back(r);
+      } else {
+        start_request(r);
+      }
+    }
     fresh.clear();
+    start_waiting_imports();
     cancel_requested();
     if (scheduler_->num_running() + scheduler_->num_waiting() > 0) {
       const Status st = run_step();
@@ -202,6 +243,93 @@ void ServingEngine::start_request(const std::shared_ptr<RequestState>& r) {
   scheduler_->add(s.get());
   r->seqs.push_back(std::move(s));
   live_.push_back(r);
+}
+
+void ServingEngine::start_waiting_imports() {
+  std::erase_if(waiting_imports_, [&](const std::shared_ptr<RequestState>& r) {
+    if (r->cancel_requested()) {
+      r->kv_import.reset();
+      r->finish(0, FinishReason::cancelled);
+      return true;
+    }
+    return start_imported(r);
+  });
+}
+
+bool ServingEngine::start_imported(const std::shared_ptr<RequestState>& r) {
+  const Request& q = r->request();
+  const int32_t n = (int32_t)q.prompt.size();
+  BlockManager& blocks = runner_.kv->blocks();
+  const SeqId id = next_seq_;
+  // It joins the running set directly: only while a step has a sequence slot for it.
+  if ((int32_t)scheduler_->num_running() >= config_.scheduler.max_num_seqs) return false;
+  if (blocks.blocks_needed(id, n) > blocks.available_blocks()) {
+    // Blocks come back as running sequences finish; with none running they never will.
+    if (scheduler_->num_running() + scheduler_->num_waiting() > 0) return false;
+    r->kv_import.reset();
+    r->finish(0, FinishReason::error, "kv transfer: the KV cache cannot hold the imported prompt's " + std::to_string(blocks.blocks_for(n)) + " blocks");
+    return true;
+  }
+  ++next_seq_;
+  auto s = std::make_unique<Sequence>(id, q.sampling);
+  s->request = r.get();
+  s->tokens = q.prompt;
+  s->prompt_len = n;
+  s->arrival = r->submitted();
+  s->sampler.set_prompt(q.prompt);
+  s->sampler.set_rng_state(r->kv_import->rng_state);
+  s->spec.k = AdaptiveK(config_.spec.max_k, config_.spec.adaptive);
+  if (q.detokenize && tokenizer_) s->text = std::make_unique<SequenceText>(*tokenizer_, q.prompt, q.stop);
+  Status st = blocks.add_sequence(id);
+  if (st.is_ok()) st = blocks.reserve(id, n);
+  // The payload into the blocks just allocated, pool by pool (every layer's K and V).
+  const std::span<const int32_t> table = blocks.block_table(id);
+  const disagg::KvPayload& payload = r->kv_import->payload;
+  for (size_t p = 0; st.is_ok() && p < runner_.kv->pools().size(); ++p)
+    st = disagg::write_pool_blocks(*runner_.runner, *runner_.kv, p, table, payload.blocks(p, 0, payload.n_blocks));
+  const int32_t first = r->kv_import->first_token;
+  r->kv_import.reset();
+  r->seqs.push_back(std::move(s));
+  Sequence& seq = *r->seqs.back();
+  if (!st.is_ok()) {
+    blocks.release(id);
+    seq.status = SeqStatus::finished;
+    r->finish(0, FinishReason::error, "kv transfer: " + st.message());
+    return true;
+  }
+  seq.holds_blocks = true;
+  seq.num_computed = n;
+  r->note_scheduled();
+  scheduler_->add_running(&seq);
+  // The first token as if sampled here: stop tokens, stop strings and
+  // max_tokens apply to it as to any other.
+  append_token(seq, first, {});
+  ++decode_passes_;
+  return true;
+}
+
+void ServingEngine::export_chunks() {
+  const int32_t bs = runner_.kv->spec().block_size;
+  const BlockManager& blocks = runner_.kv->blocks();
+  for (const ScheduledSeq& e : scheduled_.seqs) {
+    Sequence& s = *e.seq;
+    RequestState& r = *s.request;
+    if (!r.kv_export || s.index != 0 || s.status == SeqStatus::finished || e.start >= s.prompt_len) continue;
+    const int32_t end = std::min(e.start + e.n_tokens, s.prompt_len);
+    // From where the last hand-over stopped (a prefix-cache hit or a
+    // preemption moves that back), through the block holding the chunk's end.
+    const int32_t from = std::min(r.kv_exported_tokens, e.start);
+    const int32_t first_block = from / bs, last_block = (end - 1) / bs;
+    const std::span<const int32_t> table = blocks.block_table(s.id);
+    const KvChunk chunk{*runner_.runner, *runner_.kv, table.subspan((size_t)first_block, (size_t)(last_block - first_block + 1)), first_block,
+                        end, s.prompt_len};
+    const Status st = r.kv_export(chunk);
+    if (!st.is_ok()) {
+      finish_sequence(s, FinishReason::error, st.message());
+      continue;
+    }
+    r.kv_exported_tokens = end;
+  }
 }
 
 void ServingEngine::cancel_requested() {
@@ -300,6 +428,11 @@ void ServingEngine::sample_row(Sequence& s, std::span<const float> logits, int32
     std::vector<float>& scratch = sample_scratch_;
     scratch.assign(logits.begin(), logits.end());
     token = s.sampler.sample(scratch);
+  }
+  if (s.request->kv_export && s.generated() == 0) {
+    // What the decode worker continues from.
+    s.request->rng_after_first.store(s.sampler.rng_state());
+    s.request->first_sampled.store(token);
   }
   append_token(s, token, logits);
 }
@@ -428,11 +561,16 @@ Status ServingEngine::run_step() {
   const auto t_done = Clock::now();
   scheduler_->complete(scheduled_);
   scheduler_->observe_step(scheduled_.n_tokens, ms_between(t_step, t_done));
+  export_chunks();
 
   // Each sampling sequence's rows are consecutive, in the step's order.
   size_t row = 0;
   for (const ScheduledSeq& e : scheduled_.seqs) {
     if (!e.samples) continue;
+    if (e.seq->status == SeqStatus::finished) {  // its export failed
+      row += (size_t)e.rows;
+      continue;
+    }
     ++decode_passes_;
     if (e.proposed > 0) {
       verify_proposal(e, result, row);

@@ -59,6 +59,20 @@ class ServingEngine {
   // Checks the request (one line naming the field when it is refused) and
   // queues it. The handle stays valid after the request finishes.
   Expected<std::shared_ptr<RequestState>> submit(Request request, Delivery delivery = Delivery::result, TokenCallback callback = {});
+  // Disaggregation, prefill side: as submit, and after every step that
+  // computed part of the prompt, `on_chunk` gets the blocks that step wrote
+  // (the first call also those the prefix cache gave), on the engine thread.
+  // n must be 1. The request's RequestState says the first token sampled
+  // (first_sampled, a stop token included) and the draw stream after it.
+  Expected<std::shared_ptr<RequestState>> submit_prefill(Request request, KvExportFn on_chunk, Delivery delivery = Delivery::result,
+                                                         TokenCallback callback = {});
+  // Disaggregation, decode side: a request whose prompt another worker
+  // computed. Its blocks are allocated here, the payload written into them,
+  // the first token emitted as if sampled here, and decoding continues. Waits
+  // (queued) while the cache has too few free blocks. Refused when n != 1,
+  // the payload's shape differs from this cache's or its tokens from the prompt's.
+  Expected<std::shared_ptr<RequestState>> submit_imported(Request request, KvImport import, Delivery delivery = Delivery::result,
+                                                          TokenCallback callback = {});
   // Finishes the request (reason cancelled) at the next step; its blocks are
   // free after that step. A finished request is left as it is.
   void cancel(RequestState& request);
@@ -67,7 +81,13 @@ class ServingEngine {
   // "kv cache: 1024 blocks x 16 tokens = 16384 tokens, 512 MiB; 8 sequences of the full 2048-token context fit"
   std::string memory_summary() const;
   const ModelRunner& runner() const { return *runner_.runner; }
+  // The KV cache's block accounting, for tests that compare counts before
+  // and after; read it only while the engine is idle.
+  const BlockManager& blocks_for_tests() const { return runner_.kv->blocks(); }
   const KvCacheSpec& kv_spec() const { return runner_.kv->spec(); }
+  // The cache's pools (their names, devices and block sizes never change; the
+  // blocks are the engine thread's): what a KV transfer's shape is checked against.
+  const KvCache& kv() const { return *runner_.kv; }
   const EngineConfig& config() const { return config_; }
   int32_t max_context() const { return runner_.runner->max_context(); }
 
@@ -78,6 +98,12 @@ class ServingEngine {
   // Takes what the inbox holds; false when the engine is stopping.
   bool take_inbox(std::vector<std::shared_ptr<RequestState>>* fresh);
   void start_request(const std::shared_ptr<RequestState>& r);
+  Expected<std::shared_ptr<RequestState>> enqueue(std::shared_ptr<RequestState> r);
+  // An imported request into the running set; false while its blocks do not fit yet.
+  bool start_imported(const std::shared_ptr<RequestState>& r);
+  void start_waiting_imports();
+  // Prefill side: hands each exporting sequence's newly computed blocks over.
+  void export_chunks();
   void cancel_requested();
   Status run_step();
   // Asks the proposer for the next tokens of every decoding sequence.
@@ -105,6 +131,7 @@ class ServingEngine {
   StepBatch batch_;
   SchedulerOutput scheduled_;
   std::vector<std::shared_ptr<RequestState>> live_;  // engine thread: requests not yet finished
+  std::vector<std::shared_ptr<RequestState>> waiting_imports_;  // imported requests whose blocks do not fit yet
   std::vector<float> sample_scratch_;  // a logit row the sampler may change
   std::unique_ptr<Proposer> proposer_;  // null without speculation
   std::vector<ProposeItem> propose_items_;

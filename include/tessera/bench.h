@@ -287,4 +287,30 @@ struct DeviceOpReport {
 
 TESSERA_API Expected<DeviceOpReport> time_device_ops(const std::string& backend, const std::string& op);
 
+// `tessera bench --op kv_transfer` (engine/disagg/kv_transfer_bench.h): KV
+// blocks moved between two UCX workers of this process over a loopback
+// listener, as prefill/decode disaggregation moves them, against a plain
+// memcpy of the same bytes. Each size is `blocks` blocks of block_bytes sent
+// as one transfer: a tagged message, and a one-sided put into registered memory.
+struct KvTransferBenchOptions {
+  uint64_t block_bytes = 32768;             // one layer's K (or V) block: 16 tokens x 8 KV heads x 128 x f16
+  std::vector<int32_t> blocks = {1, 16, 128, 1024};  // blocks per transfer
+  int32_t reps = 20;                        // transfers timed per size (median)
+};
+
+struct KvTransferTiming {
+  int32_t blocks = 0;
+  uint64_t bytes = 0;
+  double tag_GBps = 0, put_GBps = 0, memcpy_GBps = 0;  // bytes / median time
+  double tag_us = 0, put_us = 0, memcpy_us = 0;        // median per transfer
+};
+
+struct KvTransferBenchReport {
+  std::string transports;  // what UCX chose for the endpoint ("tcp", "posix,cma", ...)
+  std::vector<KvTransferTiming> cases;
+};
+
+// unsupported "built without UCX" where the build has no UCX.
+TESSERA_API Expected<KvTransferBenchReport> time_kv_transfer(const KvTransferBenchOptions& o);
+
 }  // namespace tessera

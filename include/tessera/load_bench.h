@@ -26,6 +26,7 @@ struct LoadRequest {
   std::vector<int32_t> prompt_ids;
   std::string prompt_text;  // used when prompt_ids is empty
   int32_t max_tokens = 16;
+  bool long_prompt = false;  // drawn from LoadOptions::long_input (a mixed load)
 };
 
 // What one request saw: when each output chunk arrived, in ms from the
@@ -77,6 +78,12 @@ struct LoadOptions {
   double request_rate = 0;  // requests per second; 0: all at once
   double burstiness = 1;    // gamma shape of the gaps: 1 Poisson, < 1 burstier, > 1 steadier
   LengthSpec input{128, 128}, output{128, 128};
+  // A mixed load: each request is a long one with this probability, its
+  // prompt length drawn from long_input instead of input (--long-prompts
+  // F:LEN); the report then gives TTFT and TPOT of the short and the long
+  // apart. Not with a dataset.
+  double long_fraction = 0;
+  LengthSpec long_input{0, 0};
   // Instead of input/output: requests taken in turn from these (the CLI
   // reads them from a JSONL file, docs/performance.md).
   std::vector<DatasetEntry> dataset;
@@ -101,6 +108,9 @@ struct LoadReport {
   double goodput = 0;             // requests per second that met every target (0 without targets)
   int32_t good_requests = 0;
   LatencyStats ttft_ms, tpot_ms, itl_ms, e2el_ms;
+  // With long_fraction > 0: the same figures of the short and the long requests apart.
+  int32_t long_completed = 0;
+  LatencyStats ttft_short_ms, ttft_long_ms, tpot_short_ms, tpot_long_ms;
   // Every completed request's figures, for plots.
   std::vector<double> ttft_samples, tpot_samples, itl_samples, e2el_samples;
 };

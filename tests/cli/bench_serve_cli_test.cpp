@@ -129,3 +129,28 @@ TEST_CASE("bench serve refuses bad flags and dataset lines in one line naming th
     CHECK(r.err.find("tessera: ") != std::string::npos);
   }
 }
+
+TEST_CASE("bench serve --long-prompts: the share of long prompts is drawn per request, and the short and the long are reported apart") {
+  const auto r = run_tessera(bench_serve({"--num-prompts", "16", "--input-len", "8", "--long-prompts", "0.5:200", "--output-len", "3",
+                                          "--seed", "9"}));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["completed"] == 16);
+  const int longs = j["long_completed"].get<int>();
+  CHECK(longs >= 1);
+  CHECK(longs <= 15);
+  // Every prompt is exactly 8 or 200 tokens: the input count says how many of each.
+  CHECK(j["input_tokens"].get<int>() == longs * 200 + (16 - longs) * 8);
+  for (const char* k : {"ttft_short_ms", "ttft_long_ms", "tpot_short_ms", "tpot_long_ms"}) {
+    CAPTURE(k);
+    check_ordered(j[k]);
+  }
+  // Refused in one line naming the flag.
+  for (const char* bad : {"1.5:100", "0.5", "x:100", "0.5:0"}) {
+    const auto b = run_tessera(bench_serve({"--num-prompts", "2", "--long-prompts", bad}));
+    CAPTURE(bad);
+    CHECK(b.exit_code != 0);
+    CHECK(b.err.find("--long-prompts") != std::string::npos);
+    CHECK(b.err_lines().size() == 1);
+  }
+}

@@ -16,6 +16,7 @@ namespace {
 struct BenchFlags {
   std::string model, backend = "cpu", type = "q8_0", passes = "default", tile, place, weight_layout = "auto", kv_type = "auto", op, roofline;
   OpBenchOptions op_sizes;  // --op on the CPU: --m, --k, --n, --heads, ... (type and op set from the flags above)
+  KvTransferBenchOptions kv_transfer;  // --op kv_transfer: --kv-block-bytes, --kv-blocks, --reps
   int32_t prompt_tokens = 128, gen_tokens = 32;
   int32_t concurrency = 0, prefix_tokens = 0, long_prompt_tokens = 0;
   std::string prompt, prompt_ids;  // -p / --prompt-ids: the speculative bench's prompt
@@ -380,6 +381,33 @@ int spec_main() {
   return r.identical ? 0 : fail(internal_error("bench: a speculative method's greedy ids differ from the plain decode's"));
 }
 
+// --op kv_transfer: KV blocks between two UCX workers over loopback against memcpy.
+int kv_transfer_main() {
+  auto report = time_kv_transfer(f.kv_transfer);
+  if (!report) return fail(report.status());
+  const KvTransferBenchReport& r = *report;
+  if (f.json) {
+    nlohmann::json cases = nlohmann::json::array();
+    for (const KvTransferTiming& c : r.cases)
+      cases.push_back({{"blocks", c.blocks}, {"bytes", c.bytes}, {"tag_GBps", c.tag_GBps}, {"put_GBps", c.put_GBps},
+                       {"memcpy_GBps", c.memcpy_GBps}, {"tag_us", c.tag_us}, {"put_us", c.put_us}, {"memcpy_us", c.memcpy_us}});
+    std::printf("%s\n", nlohmann::json{{"op", "kv_transfer"}, {"transports", r.transports}, {"block_bytes", f.kv_transfer.block_bytes},
+                                       {"reps", f.kv_transfer.reps}, {"cases", cases}}
+                             .dump()
+                             .c_str());
+    return 0;
+  }
+  std::printf("kv_transfer: blocks of %llu bytes between two UCX workers over loopback (%s), median of %d, against memcpy\n",
+              (unsigned long long)f.kv_transfer.block_bytes, r.transports.empty() ? "transport not reported" : r.transports.c_str(),
+              f.kv_transfer.reps);
+  std::printf("%7s %12s %10s %10s %10s %10s %10s %10s\n", "blocks", "bytes", "tag GB/s", "put GB/s", "copy GB/s", "tag us", "put us",
+              "copy us");
+  for (const KvTransferTiming& c : r.cases)
+    std::printf("%7d %12llu %10.2f %10.2f %10.2f %10.1f %10.1f %10.1f\n", c.blocks, (unsigned long long)c.bytes, c.tag_GBps, c.put_GBps,
+                c.memcpy_GBps, c.tag_us, c.put_us, c.memcpy_us);
+  return 0;
+}
+
 CLI::App* serve_app = nullptr;
 
 CLI::App* bench_app = nullptr;
@@ -390,6 +418,7 @@ int bench_main() {
   if (serve_app != nullptr && serve_app->parsed()) return bench_serve_main();
   if (f.matmul_layouts) return matmul_layouts_main();
   if (!f.roofline.empty()) return roofline_main();
+  if (f.op == "kv_transfer") return kv_transfer_main();
   if (!f.op.empty() && f.backend != "cpu") {
     if (f.op != "matmul" && f.op != "attention")
       return fail(invalid_argument("--op: '" + f.op + "' on --backend " + f.backend + "; expected matmul or attention"));
@@ -481,7 +510,8 @@ Subcommand add_bench(CLI::App& app) {
               "instead: time the q8_0/q4_0 matmul kernels on the standard and the rows_x4 weight layout");
   s->add_option("--op", f.op,
                  "instead: time one op against the roofs of the same run. CPU: matmul, attention, rms_norm, add, silu_mul, "
-                 "softmax, argmax, rope, kv_append, gather_rows, embedding, sized by the flags below (--op matmul alone: the decode "
+                 "softmax, argmax, rope, kv_append, gather_rows, embedding, sized by the flags below; kv_transfer: KV blocks over UCX "
+                 "on loopback against memcpy (--op matmul alone: the decode "
                  "GEMV of every quantized type, 4096 x 14336); --backend cuda, rocm, vulkan: matmul or attention "
                  "(docs/performance.md)");
   OpBenchOptions& o = f.op_sizes;
@@ -494,6 +524,10 @@ Subcommand add_bench(CLI::App& app) {
   s->add_option("--ctx", o.ctx, "--op attention: the sequence's KV positions; kv_append: the pool's (default 4096)");
   s->add_option("--q-len", o.q_len, "--op attention: query tokens at the end of the context (default 1)");
   s->add_option("--threads", o.threads, "--op: threads (default: the CPU backend's)");
+  s->add_option("--kv-block-bytes", f.kv_transfer.block_bytes, "--op kv_transfer: bytes of one KV block (default 32768)");
+  s->add_option("--kv-blocks", f.kv_transfer.blocks, "--op kv_transfer: blocks per transfer, one size each (default 1,16,128,1024)")
+      ->delimiter(',');
+  s->add_option("--reps", f.kv_transfer.reps, "--op kv_transfer: transfers timed per size (default 20)");
   s->add_flag("--hot", o.hot, "--op: time one cache-resident copy of the inputs instead of rotating over copies larger than the LLC");
   s->add_option("--roofline", f.roofline,
                 "instead: draw every op kind of the model's decode and prefill steps on the CPU's roofline into this SVG "

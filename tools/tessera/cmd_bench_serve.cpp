@@ -19,7 +19,7 @@ namespace {
 
 struct ServeBenchFlags {
   std::string url, served_model, api_key, model, backend = "cpu", type = "q8_0";
-  std::string input_len = "128", output_len = "128", dataset, plot, request_rate = "inf";
+  std::string input_len = "128", output_len = "128", dataset, plot, request_rate = "inf", long_prompts;
   std::vector<std::string> goodput;
   int32_t num_prompts = 100, max_concurrency = 0, vocab_size = 256;
   double burstiness = 1;
@@ -116,7 +116,25 @@ int serve_bench_main() {
   o.input = *in;
   o.output = *outl;
   if (Status s = parse_goodput(o); !s.is_ok()) return fail(s);
-  int32_t longest_in = o.input.hi, longest_out = o.output.hi;
+  if (!f.long_prompts.empty()) {
+    // F:LEN or F:A:B, the share of long prompts and their length.
+    const size_t colon = f.long_prompts.find(':');
+    double frac = -1;
+    try {
+      size_t used = 0;
+      frac = colon == std::string::npos ? -1 : std::stod(f.long_prompts.substr(0, colon), &used);
+      if (used != colon) frac = -1;
+    } catch (const std::exception&) {
+      frac = -1;
+    }
+    if (!(frac > 0 && frac <= 1))
+      return fail(invalid_argument("--long-prompts: expected F:LEN or F:A:B with F in (0, 1], got '" + f.long_prompts + "'"));
+    auto len = LengthSpec::parse(f.long_prompts.substr(colon + 1), "--long-prompts");
+    if (!len) return fail(len.status());
+    o.long_fraction = frac;
+    o.long_input = *len;
+  }
+  int32_t longest_in = std::max(o.input.hi, o.long_input.hi), longest_out = o.output.hi;
   if (!f.dataset.empty()) {
     auto d = read_dataset(f.dataset);
     if (!d) return fail(d.status());
@@ -202,6 +220,14 @@ int serve_bench_main() {
                         {"itl_ms", stats_json(r.itl_ms)},
                         {"e2el_ms", stats_json(r.e2el_ms)}};
     if (!r.first_error.empty()) j["first_error"] = r.first_error;
+    if (o.long_fraction > 0) {
+      j["long_fraction"] = o.long_fraction;
+      j["long_completed"] = r.long_completed;
+      j["ttft_short_ms"] = stats_json(r.ttft_short_ms);
+      j["ttft_long_ms"] = stats_json(r.ttft_long_ms);
+      j["tpot_short_ms"] = stats_json(r.tpot_short_ms);
+      j["tpot_long_ms"] = stats_json(r.tpot_long_ms);
+    }
     if (results.size() > 1) {
       nlohmann::json spec = nlohmann::json::array();
       for (const ArmResult& a : results)
@@ -233,6 +259,13 @@ int serve_bench_main() {
     row("TPOT", r.tpot_ms);
     row("ITL", r.itl_ms);
     row("E2EL", r.e2el_ms);
+    if (o.long_fraction > 0) {
+      std::printf("short and long prompts apart (%d long of %d completed):\n", r.long_completed, r.completed);
+      row("TTFT s", r.ttft_short_ms);
+      row("TTFT l", r.ttft_long_ms);
+      row("TPOT s", r.tpot_short_ms);
+      row("TPOT l", r.tpot_long_ms);
+    }
     if (results.size() > 1) {
       std::printf("speculative (same workload and seed, this run):\n");
       for (const ArmResult& a : results)
@@ -261,6 +294,9 @@ CLI::App* add_bench_serve(CLI::App& bench) {
   s->add_option("--burstiness", f.burstiness, "gamma shape of the arrival gaps: 1 Poisson (default), < 1 burstier, > 1 steadier");
   s->add_option("--input-len", f.input_len, "prompt tokens: N or A:B uniform (default 128)");
   s->add_option("--output-len", f.output_len, "tokens to generate: N or A:B uniform (default 128)");
+  s->add_option("--long-prompts", f.long_prompts,
+                "a mixed load: F:LEN (or F:A:B), this share of requests has prompts of that length instead of --input-len; "
+                "TTFT and TPOT are also reported for the short and the long apart");
   s->add_option("--dataset", f.dataset, "JSONL of {\"input_len\", \"output_len\"} or {\"prompt\": text|[ids], \"output_len\"}, taken in turn");
   s->add_option("--goodput", f.goodput, "latency targets a good request meets: ttft:MS tpot:MS e2el:MS");
   s->add_option("--max-concurrency", f.max_concurrency, "requests in flight at most (default: no limit)")->check(CLI::Range(0, 1 << 20));

@@ -48,6 +48,25 @@ HttpError submit_error(const Status& s) {
 
 }  // namespace
 
+std::variant<std::optional<KvTransferField>, HttpError> kv_transfer_field(const std::string& body) {
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("kv_transfer")) return std::optional<KvTransferField>{};
+  const json& k = j["kv_transfer"];
+  const HttpError bad{400, "'kv_transfer': expected {\"id\": HEX, \"decode\": \"HOST:PORT\"} (set by --role router)", "invalid_request_error",
+                      "kv_transfer"};
+  if (!k.is_object() || !k.contains("id") || !k["id"].is_string()) return bad;
+  KvTransferField f;
+  const std::string id = k["id"].get<std::string>();
+  char* end = nullptr;
+  f.id = std::strtoull(id.c_str(), &end, 16);
+  if (id.empty() || id.size() > 15 || *end != '\0' || f.id == 0) return bad;
+  if (k.contains("decode")) {
+    if (!k["decode"].is_string()) return bad;
+    f.decode = k["decode"].get<std::string>();
+  }
+  return std::optional<KvTransferField>(std::move(f));
+}
+
 struct Generation::State {
   ServerContext* ctx = nullptr;
   Engine* engine = nullptr;
@@ -196,6 +215,24 @@ std::variant<std::unique_ptr<Generation>, HttpError> Generation::start(ServerCon
   if (Status st = validate(base.sampling, vocab); !st.is_ok()) return bad_request(st);
   s.n = base.n;
 
+  // Disaggregation: a router's request to a prefill or a decode worker.
+  std::optional<KvTransferField> kv;
+  if (!opt.role.empty()) {
+    auto field = kv_transfer_field(body);
+    if (auto* e = std::get_if<HttpError>(&field)) return *e;
+    kv = std::get<std::optional<KvTransferField>>(field);
+  }
+  if (kv) {
+    if (s.prompts.size() != 1)
+      return HttpError{400, "'prompt': a disaggregated request holds one prompt", "invalid_request_error", "prompt"};
+    if (base.n != 1) return HttpError{400, "'n': a disaggregated request samples one sequence", "invalid_request_error", "n"};
+    if (base.logprobs >= 0) return HttpError{400, "'logprobs': not carried between prefill and decode workers", "invalid_request_error", "logprobs"};
+    if (opt.role == "prefill" && kv->decode.empty())
+      return HttpError{400, "'kv_transfer.decode': a prefill worker needs the decode worker's HOST:PORT", "invalid_request_error", "kv_transfer"};
+    if (opt.role == "prefill" ? !ctx.kv_sender.load() : !ctx.kv_receiver.load())
+      return HttpError{503, "the KV transfer is not ready", "service_unavailable", ""};
+  }
+
   // Admission: the engine's batch plus --max-waiting-requests.
   const int32_t admit = opt.engine.max_num_seqs + opt.max_waiting_requests;
   const int32_t want = (int32_t)s.prompts.size();
@@ -228,7 +265,7 @@ std::variant<std::unique_ptr<Generation>, HttpError> Generation::start(ServerCon
     // a whole response only the ends, so that both can wait for them and
     // notice a shutdown meanwhile.
     const bool stream = p.stream;
-    auto h = engine->submit(q, [weak, i, stream](const TokenOutput& t) {
+    auto on_token = [weak, i, stream](const TokenOutput& t) {
       if (!stream && t.finish == FinishReason::none) return;
       if (auto st = weak.lock()) {
         {
@@ -237,7 +274,27 @@ std::variant<std::unique_ptr<Generation>, HttpError> Generation::start(ServerCon
         }
         st->cv.notify_one();
       }
-    });
+    };
+    Expected<std::shared_ptr<RequestHandle>> h = invalid_argument("unreachable");
+    if (kv && opt.role == "decode") {
+      // Waits for the prefill worker's K/V, then decodes here.
+      h = ctx.kv_receiver.load()->submit(q, kv->id, on_token);
+    } else if (kv && opt.role == "prefill") {
+      // Runs the prompt and ships its K/V; the reply is the one token it sampled.
+      auto pr = ctx.kv_sender.load()->prefill(q, kv->decode, kv->id);
+      if (pr) {
+        const RequestResult& done = pr->handle->wait();
+        TokenOutput end;
+        end.finish = done.sequences[0].finish;
+        end.error = done.sequences[0].error;
+        on_token(end);
+        h = pr->handle;
+      } else {
+        h = pr.status();
+      }
+    } else {
+      h = engine->submit(q, on_token);
+    }
     if (!h) {
       // The requests not submitted give their slots back; the Generation's
       // destructor cancels and accounts for those that were.

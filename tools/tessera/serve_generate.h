@@ -9,8 +9,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <optional>
 #include <variant>
 
+#include <tessera/disagg.h>
 #include <tessera/engine.h>
 #include "tools/tessera/openai_request.h"
 #include "tools/tessera/serve_http.h"
@@ -37,7 +39,19 @@ struct ServerContext {
   std::atomic<int32_t> engine_requests{0};  // submitted and not yet finished
   std::atomic<int32_t> generations{0};      // HTTP generation requests in progress
   std::atomic<uint64_t> cancel_epoch{0};    // bumped at shutdown: every generation cancels itself
+  // Disaggregation (--role): set once the engine is loaded.
+  std::atomic<KvSender*> kv_sender{nullptr};      // prefill
+  std::atomic<KvReceiver*> kv_receiver{nullptr};  // decode
 };
+
+// A router's "kv_transfer" field: {"id": "HEX", "decode": "HOST:PORT"} to a
+// prefill worker, {"id": "HEX"} to a decode worker.
+struct KvTransferField {
+  uint64_t id = 0;
+  std::string decode;
+};
+// The field of a body, or none; a malformed one is the 400 naming it.
+std::variant<std::optional<KvTransferField>, HttpError> kv_transfer_field(const std::string& body);
 
 class Generation {
  public:

@@ -41,6 +41,9 @@ struct Server {
   ServerContext ctx;
   httplib::Server http;
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<KvSender> kv_sender;      // --role prefill
+  std::unique_ptr<KvReceiver> kv_receiver;  // --role decode
+  std::string kv_address;                   // the receiver's HOST:PORT
   std::atomic<bool> load_failed{false};
 
   explicit Server(const ServeOptions& o) : opt(o), ctx(o) {}
@@ -173,6 +176,35 @@ struct Server {
       if (Engine* e = ctx.engine.load()) m["max_model_len"] = e->max_context();
       send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
     }));
+    // What a router balances by: the queue and the KV cache's use.
+    http.Get("/load", [this](const httplib::Request&, httplib::Response& res) {
+      Engine* e = ctx.engine.load();
+      if (!e || ctx.shutting_down) return send_json(res, 503, {{"status", e ? "shutting down" : "loading"}});
+      const EngineMetrics m = e->metrics();
+      json j = {{"role", opt.role.empty() ? "colocated" : opt.role},
+                {"running", m.running},
+                {"waiting", m.waiting},
+                {"requests", ctx.engine_requests.load()},
+                {"kv_blocks_total", m.kv_blocks_total},
+                {"kv_blocks_used", m.kv_blocks_used},
+                {"kv_usage", m.kv_blocks_total > 0 ? (double)m.kv_blocks_used / m.kv_blocks_total : 0.0}};
+      if (kv_receiver) {
+        j["kv_address"] = kv_address;
+        j["kv_pending_transfers"] = kv_receiver->pending_transfers();
+      }
+      send_json(res, 200, j);
+    });
+    // A router whose prefill worker failed: the transfer will not come.
+    http.Post("/kv/abort", keyed([this](const httplib::Request& req, httplib::Response& res) {
+      json body = json::parse(req.body, nullptr, false);
+      if (!kv_receiver) return send_error(res, {404, "no KV receiver here (--role decode has one)", "not_found_error", ""});
+      if (body.is_discarded() || !body.is_object() || !body.contains("id") || !body["id"].is_string())
+        return send_error(res, {400, "'id': expected the transfer id (hex)", "invalid_request_error", "id"});
+      const uint64_t id = std::strtoull(body["id"].get<std::string>().c_str(), nullptr, 16);
+      const std::string why = body.contains("error") && body["error"].is_string() ? body["error"].get<std::string>() : "aborted by the router";
+      kv_receiver->abort(id, why);
+      send_json(res, 200, {{"aborted", body["id"]}});
+    }));
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       Engine* e = ctx.engine.load();
       res.set_content(ctx.metrics.text(e ? e->metrics() : EngineMetrics{}), "text/plain; version=0.0.4");
@@ -246,6 +278,30 @@ int serve(const ServeOptions& options) {
       return;
     }
     s.engine = std::move(*e);
+    KvTransferOptions kv;
+    kv.timeout_ms = options.kv_timeout_ms;
+    if (options.role == "decode") {
+      auto r = KvReceiver::open(*s.engine, options.kv_host, options.kv_port, kv);
+      if (!r) {
+        std::fprintf(stderr, "tessera: %s\n", r.status().message().c_str());
+        s.load_failed = true;
+        return;
+      }
+      s.kv_receiver = std::move(*r);
+      s.kv_address = options.kv_host + ":" + std::to_string(s.kv_receiver->port());
+      std::fprintf(stderr, "tessera: decode worker: KV transfers on %s (UCX)\n", s.kv_address.c_str());
+      s.ctx.kv_receiver = s.kv_receiver.get();
+    } else if (options.role == "prefill") {
+      auto snd = KvSender::open(*s.engine, kv);
+      if (!snd) {
+        std::fprintf(stderr, "tessera: %s\n", snd.status().message().c_str());
+        s.load_failed = true;
+        return;
+      }
+      s.kv_sender = std::move(*snd);
+      std::fprintf(stderr, "tessera: prefill worker: ships KV over UCX\n");
+      s.ctx.kv_sender = s.kv_sender.get();
+    }
     for (const auto& note : s.engine->placement_notes()) std::fprintf(stderr, "tessera: %s\n", note.c_str());
     std::fprintf(stderr, "tessera: %s\n", s.engine->memory_summary().c_str());
     std::fprintf(stderr, "tessera: serving '%s' (context %d)\n", options.served_model_name.c_str(), s.engine->max_context());
@@ -280,6 +336,10 @@ int serve(const ServeOptions& options) {
   s.http.stop();
   listener.join();
   s.ctx.engine = nullptr;
+  s.ctx.kv_sender = nullptr;
+  s.ctx.kv_receiver = nullptr;
+  s.kv_sender.reset();
+  s.kv_receiver.reset();
   s.engine.reset();
   return code;
 }

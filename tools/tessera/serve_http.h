@@ -22,6 +22,14 @@ struct ServeOptions {
   int threads = 64;                    // HTTP worker threads (a stream holds one while it runs)
   int read_timeout_s = 30, write_timeout_s = 30, idle_timeout_s = 5;
   double shutdown_timeout_s = 10;
+  // Disaggregated serving (docs/server.md, "Roles"): "" serves alone; a
+  // "prefill" worker runs prompts and ships their KV to a decode worker; a
+  // "decode" worker takes them on its --kv-listen address and decodes; the
+  // "router" (serve_router.h) serves the API over both.
+  std::string role;
+  std::string kv_host = "127.0.0.1";  // --kv-listen, decode
+  int kv_port = 0;
+  int kv_timeout_ms = 10000;
 };
 
 // Listens, prints "listening on http://HOST:PORT", loads the model in the

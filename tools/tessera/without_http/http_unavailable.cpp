@@ -6,11 +6,17 @@
 
 #include "tools/tessera/http_load_target.h"
 #include "tools/tessera/serve_http.h"
+#include "tools/tessera/serve_router.h"
 
 namespace tessera::cli {
 
 int serve(const ServeOptions&) {
   std::fprintf(stderr, "tessera serve: this tessera was built without HTTP (TESSERA_HTTP=OFF, no cpp-httplib)\n");
+  return 1;
+}
+
+int serve_router(const RouterOptions&) {
+  std::fprintf(stderr, "tessera serve --role router: this tessera was built without HTTP (TESSERA_HTTP=OFF, no cpp-httplib)\n");
   return 1;
 }
 

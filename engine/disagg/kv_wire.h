@@ -1,0 +1,50 @@
+#pragma once
+// The messages a prefill worker sends a decode worker for one request
+// (one transfer), as UCX tagged messages whose tag is (transfer id << 4) | kind:
+//   begin   the cache's shape and the prompt's ids, so the receiver can size
+//           the payload and check it is the prompt its own request holds;
+//   blocks  one pool's blocks of one prompt chunk, sent as each chunk's step
+//           finishes (pool after pool: every layer's K, then V);
+//   commit  the first sampled token and the sampler's draw stream after it;
+//   abort   the prefill failed (the message says why).
+// Every field is little-endian on the hosts we run; both sides are this build.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/disagg/kv_blocks.h"
+
+namespace tessera::disagg {
+
+enum class WireKind : uint64_t { begin = 1, blocks = 2, commit = 3, abort = 4 };
+
+constexpr uint64_t kTransferIdBits = 60;
+constexpr uint64_t kKindMask = 0xf;
+inline uint64_t wire_tag(uint64_t transfer_id, WireKind k) { return (transfer_id << 4) | (uint64_t)k; }
+inline uint64_t tag_transfer(uint64_t tag) { return tag >> 4; }
+inline WireKind tag_kind(uint64_t tag) { return (WireKind)(tag & kKindMask); }
+
+struct BeginMessage {
+  KvShape shape;
+  std::vector<int32_t> prompt;
+};
+std::vector<std::byte> encode_begin(const BeginMessage& m);
+Expected<BeginMessage> decode_begin(std::span<const std::byte> bytes);
+
+// A blocks message: this header, then n_blocks blocks of pool `pool`.
+struct BlocksHeader {
+  int32_t pool = 0;
+  int32_t first_block = 0;
+  int32_t n_blocks = 0;
+  int32_t reserved = 0;
+};
+
+struct CommitMessage {
+  int32_t first_token = -1;
+  int32_t reserved = 0;
+  uint64_t rng_state = 0;
+};
+
+}  // namespace tessera::disagg

@@ -1,0 +1,250 @@
+// A prompt prefilled in one engine, its KV blocks read out chunk by chunk as
+// the prefill worker ships them, and imported into another engine's own
+// blocks: decoding there gives the ids decoding in the first gives (run.c's
+// for f32), for every KV dtype, and no block leaks on either side, also when
+// the transfer fails midway.
+#include <doctest/doctest.h>
+
+#include "engine/disagg/kv_blocks.h"
+#include "engine/engine_fixture.h"
+#include "support/random.h"
+
+using namespace tessera;
+using namespace tessera::testing;
+
+namespace {
+
+struct Prefilled {
+  KvImport import;
+  std::shared_ptr<RequestState> handle;
+  int chunks = 0;
+};
+
+// Runs q's prompt on `e` with max_tokens 1, copying each chunk's blocks into
+// a payload as they are handed over; `fail_at` (1-based) makes that chunk's
+// hand-over fail, as a transfer that breaks midway.
+Prefilled prefill(ServingEngine& e, const Request& q, int fail_at = 0) {
+  Prefilled out;
+  Request pq = q;
+  pq.max_tokens = 1;
+  auto hook = [&](const KvChunk& c) -> Status {
+    ++out.chunks;
+    if (out.chunks == fail_at) return io_error("kv transfer: the decode worker went away (test)");
+    disagg::KvPayload& p = out.import.payload;
+    if (p.bytes.empty()) p.allocate(disagg::kv_shape(c.kv), c.prompt_tokens);
+    for (size_t pool = 0; pool < c.kv.pools().size(); ++pool)
+      TS_TRY(disagg::read_pool_blocks(c.runner, c.kv, pool, c.blocks, p.blocks(pool, c.first_block, (int32_t)c.blocks.size())));
+    return Status::ok();
+  };
+  auto h = e.submit_prefill(pq, hook);
+  REQUIRE_MESSAGE(h.has_value(), h.status().message());
+  out.handle = *h;
+  (*h)->wait();
+  out.import.first_token = (*h)->first_sampled.load();
+  out.import.rng_state = (*h)->rng_after_first.load();
+  return out;
+}
+
+void wait_idle(ServingEngine& e) {
+  for (int i = 0; i < 2000 && (e.metrics().running + e.metrics().waiting > 0); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // reap_finished publishes after the step; one more turn of the loop.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+void require_no_leak(ServingEngine& e) {
+  wait_idle(e);
+  const BlockManager& b = e.blocks_for_tests();
+  CHECK(b.num_sequences() == 0);
+  CHECK(b.available_blocks() == b.num_blocks());
+  CHECK(b.check_invariants().is_ok());
+}
+
+EngineSetup setup(const std::string& model, const std::string& kv_type, int32_t chunk) {
+  EngineSetup s;
+  s.model = model;
+  s.kv_type = kv_type;
+  s.config.scheduler.max_prefill_chunk = chunk;
+  return s;
+}
+
+// Every case: prefilled on `a`, decoded on `b`; the ids equal `expected(i)`.
+// count_chunks: the prompt is computed in chunks of 7 (nothing cached).
+template <class Expected>
+void check_moved(ServingEngine& a, ServingEngine& b, const std::vector<ReferenceCase>& cases, Expected expected, bool count_chunks) {
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(i);
+    Prefilled p = prefill(a, cases[i].request);
+    const RequestResult& pr = p.handle->wait();
+    REQUIRE_MESSAGE(pr.sequences[0].finish != FinishReason::error, pr.sequences[0].error);
+    // Chunks of 7 tokens: every prompt longer than 7 is handed over in several.
+    if (count_chunks) CHECK(p.chunks == (int)(cases[i].prompt.size() + 6) / 7);
+    auto h = b.submit_imported(cases[i].request, std::move(p.import));
+    REQUIRE_MESSAGE(h.has_value(), h.status().message());
+    const RequestResult& r = (*h)->wait();
+    REQUIRE_MESSAGE(r.sequences[0].finish != FinishReason::error, r.sequences[0].error);
+    CHECK(join_ids(full_ids(cases[i], r)) == join_ids(expected(i)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("disagg: stories260K prefilled in one engine and decoded in another gives run.c's greedy ids (f32 KV)") {
+  TestEngine a = open_test_engine(setup("models/stories260K.bin", "f32", 7));
+  TestEngine b = open_test_engine(setup("models/stories260K.bin", "f32", 64));
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
+  check_moved(*a.engine, *b.engine, cases, [&](size_t i) { return cases[i].full_ids; }, true);
+  // Again: now the prefill engine finds the prompts' full blocks in its
+  // prefix cache and computes only the rest, yet the first hand-over still
+  // carries every block from the first.
+  check_moved(*a.engine, *b.engine, cases, [&](size_t i) { return cases[i].full_ids; }, false);
+  require_no_leak(*a.engine);
+  require_no_leak(*b.engine);
+}
+
+TEST_CASE("disagg: moved K/V decodes as the prefill engine itself decodes, for f16, bf16, q8_0 and fp8_e4m3 pools") {
+  struct Kind {
+    const char* model;
+    const char* kv;
+  };
+  // q8_0 and fp8_e4m3 need a head_dim that is a multiple of 32: the zoo's llama (dim 128, 4 heads).
+  for (Kind k : {Kind{"models/stories260K.bin", "f16"}, Kind{"models/stories260K.bin", "bf16"}, Kind{"models/zoo/llama-f32.gguf", "q8_0"},
+                 Kind{"models/zoo/llama-f32.gguf", "fp8_e4m3"}}) {
+    CAPTURE(k.kv);
+    TestEngine a = open_test_engine(setup(k.model, k.kv, 7));
+    TestEngine b = open_test_engine(setup(k.model, k.kv, 64));
+    std::vector<ReferenceCase> cases;
+    if (std::string(k.model).find("stories") != std::string::npos) {
+      cases = reference_cases("reference/stories260K.greedy.txt", 120, nullptr);
+      cases.resize(3);
+    } else {
+      Rng rng(7);
+      for (int i = 0; i < 3; ++i) {
+        ReferenceCase c;
+        for (int t = 0; t < 20 + 9 * i; ++t) c.prompt.push_back(rng.integer(2, a->runner().config().vocab_size - 1));
+        c.request.prompt = c.prompt;
+        c.request.max_tokens = 40;
+        c.request.sampling.temperature = 0;
+        c.request.ignore_eos = true;
+        c.request.detokenize = false;
+        cases.push_back(c);
+      }
+    }
+    // The oracle: the whole request decoded in the prefill engine itself.
+    std::vector<std::vector<int32_t>> colocated;
+    for (const ReferenceCase& c : cases) {
+      auto h = a->submit(c.request);
+      REQUIRE(h.has_value());
+      colocated.push_back(full_ids(c, (*h)->wait()));
+    }
+    check_moved(*a.engine, *b.engine, cases, [&](size_t i) { return colocated[i]; }, false);
+    require_no_leak(*a.engine);
+    require_no_leak(*b.engine);
+  }
+}
+
+TEST_CASE("disagg: a transfer that fails midway fails that request only and leaks no block on either side") {
+  TestEngine a = open_test_engine(setup("models/stories260K.bin", "f32", 7));
+  TestEngine b = open_test_engine(setup("models/stories260K.bin", "f32", 64));
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
+  // Another request decodes on the prefill engine meanwhile, and stays right.
+  auto other = a->submit(cases[1].request);
+  REQUIRE(other.has_value());
+  // The longest prompt: several chunks, the second one's hand-over fails.
+  size_t longest = 0;
+  for (size_t i = 0; i < cases.size(); ++i)
+    if (cases[i].prompt.size() > cases[longest].prompt.size()) longest = i;
+  REQUIRE(cases[longest].prompt.size() > 14);
+  Prefilled broken = prefill(*a.engine, cases[longest].request, 2);
+  const RequestResult& br = broken.handle->wait();
+  CHECK(br.sequences[0].finish == FinishReason::error);
+  CHECK(br.sequences[0].error.find("went away") != std::string::npos);
+  CHECK(join_ids(full_ids(cases[1], (*other)->wait())) == join_ids(cases[1].full_ids));
+  require_no_leak(*a.engine);
+
+  // The decode side refuses a payload that stops short, before it takes a block.
+  Prefilled whole = prefill(*a.engine, cases[2].request);
+  KvImport cut = whole.import;
+  cut.payload.bytes.resize(cut.payload.bytes.size() / 2);
+  auto refused = b->submit_imported(cases[2].request, std::move(cut));
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.status().message().find("bytes of K/V, expected") != std::string::npos);
+  // Or one made for another prompt.
+  Request longer = cases[2].request;
+  longer.prompt.push_back(5);
+  auto wrong = b->submit_imported(longer, whole.import);
+  REQUIRE_FALSE(wrong.has_value());
+  CHECK(wrong.status().message().find("positions for a prompt of") != std::string::npos);
+  // The intact one still decodes right afterwards.
+  auto h = b->submit_imported(cases[2].request, std::move(whole.import));
+  REQUIRE(h.has_value());
+  CHECK(join_ids(full_ids(cases[2], (*h)->wait())) == join_ids(cases[2].full_ids));
+  require_no_leak(*b.engine);
+  require_no_leak(*a.engine);
+}
+
+TEST_CASE("disagg: a payload from a cache of another shape is refused in one line") {
+  TestEngine a = open_test_engine(setup("models/stories260K.bin", "f32", 7));
+  TestEngine b = open_test_engine(setup("models/stories260K.bin", "f16", 64));
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 60, nullptr);
+  Prefilled p = prefill(*a.engine, cases[0].request);
+  auto h = b->submit_imported(cases[0].request, std::move(p.import));
+  REQUIRE_FALSE(h.has_value());
+  CHECK(h.status().message() == "kv transfer: --kv-type f32, this worker's is f16");
+  require_no_leak(*a.engine);
+  require_no_leak(*b.engine);
+}
+
+TEST_CASE("disagg: imports beyond the decode engine's sequence slots and KV blocks wait their turn and still decode run.c's ids") {
+  TestEngine a = open_test_engine(setup("models/stories260K.bin", "f32", 64));
+  // Two sequences a step, and blocks for about two whole contexts: the
+  // imports queue for slots, and running ones are preempted for blocks.
+  EngineSetup sb = setup("models/stories260K.bin", "f32", 64);
+  sb.config.scheduler.max_num_seqs = 2;
+  sb.kv_blocks = 16;
+  sb.ctx = 256;
+  TestEngine b = open_test_engine(sb);
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
+  std::vector<std::shared_ptr<RequestState>> handles;
+  for (int round = 0; round < 2; ++round)
+    for (const ReferenceCase& c : cases) {
+      Prefilled p = prefill(*a.engine, c.request);
+      auto h = b->submit_imported(c.request, std::move(p.import));
+      REQUIRE_MESSAGE(h.has_value(), h.status().message());
+      handles.push_back(*h);
+    }
+  for (size_t i = 0; i < handles.size(); ++i) {
+    CAPTURE(i);
+    const ReferenceCase& c = cases[i % cases.size()];
+    const RequestResult& r = handles[i]->wait();
+    REQUIRE_MESSAGE(r.sequences[0].finish != FinishReason::error, r.sequences[0].error);
+    CHECK(join_ids(full_ids(c, r)) == join_ids(c.full_ids));
+  }
+  CHECK(b->metrics().preemptions > 0);
+  require_no_leak(*a.engine);
+  require_no_leak(*b.engine);
+}
+
+TEST_CASE("disagg: a sampled request continues the prefill's draw stream, penalties included, and samples what the prefill engine samples") {
+  TestEngine a = open_test_engine(setup("models/stories260K.bin", "f32", 7));
+  TestEngine b = open_test_engine(setup("models/stories260K.bin", "f32", 64));
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 120, nullptr);
+  for (uint64_t seed : {1ull, 42ull, 977ull}) {
+    CAPTURE(seed);
+    Request q = cases[seed % cases.size()].request;
+    q.sampling.temperature = 0.9f;
+    q.sampling.top_p = 0.95f;
+    q.sampling.presence_penalty = 0.4f;
+    q.sampling.seed = seed;
+    auto whole = a->submit(q);
+    REQUIRE(whole.has_value());
+    const std::vector<int32_t> want = (*whole)->wait().sequences[0].tokens;
+    Prefilled p = prefill(*a.engine, q);
+    // The first token is the one the whole run drew first.
+    CHECK(p.import.first_token == want.at(0));
+    auto h = b->submit_imported(q, std::move(p.import));
+    REQUIRE(h.has_value());
+    CHECK(join_ids((*h)->wait().sequences[0].tokens) == join_ids(want));
+  }
+  require_no_leak(*a.engine);
+  require_no_leak(*b.engine);
+}
