@@ -33,6 +33,8 @@ CliResult run_mpi(int ranks, const std::vector<std::string>& args) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   setenv("OMPI_MCA_btl", "self,vader", 1);
+  // Containers often forbid the cross-process copies (CMA) vader would use for large messages.
+  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
   // Each rank one thread: the two ranks share this machine's cores.
   setenv("TESSERA_THREADS", "1", 1);
   const CliResult r = run_tessera_under({"timeout", "120", "mpirun", "-np", std::to_string(ranks), "--oversubscribe"}, args);
