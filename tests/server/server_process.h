@@ -29,12 +29,14 @@ using json = nlohmann::json;
 
 class ServerProcess {
  public:
-  // `tessera serve --port 0 ARGS...`; REQUIREs that it listens and becomes healthy.
-  explicit ServerProcess(std::vector<std::string> args) {
+  // `tessera serve --port 0 ARGS...` (under `launcher`, e.g. mpirun -np 2,
+  // where given); REQUIREs that it listens and becomes healthy.
+  explicit ServerProcess(std::vector<std::string> args, std::vector<std::string> launcher = {}) {
     int out[2];
     REQUIRE(pipe(out) == 0);
     err_path_ = temp_dir() + "/serve" + std::to_string(getpid()) + "_" + std::to_string(counter()++) + ".err";
-    std::vector<std::string> argv = {TESSERA_BIN, "serve", "--port", "0"};
+    std::vector<std::string> argv = launcher;
+    argv.insert(argv.end(), {TESSERA_BIN, "serve", "--port", "0"});
     argv.insert(argv.end(), args.begin(), args.end());
     pid_ = fork();
     REQUIRE(pid_ >= 0);
@@ -46,7 +48,7 @@ class ServerProcess {
       std::vector<char*> cargv;
       for (auto& a : argv) cargv.push_back(a.data());
       cargv.push_back(nullptr);
-      execv(TESSERA_BIN, cargv.data());
+      execvp(cargv[0], cargv.data());
       _exit(127);
     }
     close(out[1]);
