@@ -138,17 +138,30 @@ class UcxTransportImpl final : public UcxTransport {
     for (;;) {
       {
         std::lock_guard l(mu_);
-        if (ucp_worker_progress(worker_) != 0) last_progress = Clock::now();
-        const ucs_status_t st = info ? ucp_tag_recv_request_test(req, info) : ucp_request_check_status(req);
-        if (st != UCS_INPROGRESS) {
-          ucp_request_free(req);
-          return st;
-        }
+        const ucs_status_t st = progress_and_test(req, info, last_progress);
+        if (st != UCS_INPROGRESS) return st;
       }
       if (Clock::now() >= deadline) return UCS_INPROGRESS;
-      if (Clock::now() - last_progress < std::chrono::milliseconds(2)) std::this_thread::yield();
-      else progress_or_sleep(1);
+      idle(last_progress);
     }
+  }
+  // Under mu_: progresses the worker once (noting when it last moved) and
+  // tests the request, which is freed once it is done.
+  ucs_status_t progress_and_test(void* req, ucp_tag_recv_info_t* info, Clock::time_point& last_progress) {
+    if (ucp_worker_progress(worker_) != 0) last_progress = Clock::now();
+    const ucs_status_t st = info ? ucp_tag_recv_request_test(req, info) : ucp_request_check_status(req);
+    if (st != UCS_INPROGRESS) ucp_request_free(req);
+    return st;
+  }
+  // A transfer in flight moves every few microseconds, and a sleep on the
+  // worker's descriptor costs about a millisecond to wake from over TCP (each
+  // rendezvous step would pay it), so a wait spins (yielding: two cores, let
+  // the peer's thread run) while the worker keeps making progress, and
+  // sleeps only after kSpinWindow without any: an idle wait costs no core.
+  void idle(Clock::time_point last_progress) {
+    constexpr auto kSpinWindow = std::chrono::milliseconds(2);
+    if (Clock::now() - last_progress < kSpinWindow) std::this_thread::yield();
+    else progress_or_sleep(1);
   }
   void on_endpoint_error(EndpointId id, ucs_status_t st) {
     auto it = endpoints_.find(id);  // called inside progress, under mu_
@@ -478,22 +491,12 @@ void UcxTransportImpl::progress_for(int ms) {
 
 ucs_status_t UcxTransportImpl::wait_request(void* req, Clock::time_point deadline, EndpointId ep, ucp_tag_recv_info_t* info, bool* timed_out) {
   *timed_out = false;
-  // A transfer in flight moves every few microseconds, and a sleep on the
-  // worker's descriptor costs about a millisecond to wake from over TCP (each
-  // rendezvous step would pay it), so a wait spins while the worker keeps
-  // making progress and sleeps only after kSpinWindow without any: an idle
-  // wait costs no core.
-  constexpr auto kSpinWindow = std::chrono::milliseconds(2);
   auto last_progress = Clock::now();
   for (;;) {
     {
       std::lock_guard l(mu_);
-      if (ucp_worker_progress(worker_) != 0) last_progress = Clock::now();
-      const ucs_status_t st = info ? ucp_tag_recv_request_test(req, info) : ucp_request_check_status(req);
-      if (st != UCS_INPROGRESS) {
-        ucp_request_free(req);
-        return st;
-      }
+      const ucs_status_t st = progress_and_test(req, info, last_progress);
+      if (st != UCS_INPROGRESS) return st;
       if (Clock::now() >= deadline) {
         *timed_out = true;
         if (info) {
@@ -509,11 +512,7 @@ ucs_status_t UcxTransportImpl::wait_request(void* req, Clock::time_point deadlin
         return UCS_ERR_TIMED_OUT;
       }
     }
-    if (Clock::now() - last_progress < kSpinWindow) {
-      std::this_thread::yield();  // two cores: let the peer's thread run
-      continue;
-    }
-    progress_or_sleep(1);
+    idle(last_progress);
   }
 }
 

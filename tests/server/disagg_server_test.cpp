@@ -79,6 +79,27 @@ Completion complete(httplib::Client& c, const json& body) {
   return out;
 }
 
+// Every body posted to `router` at once, each from its own client thread; got[i] its answer once joined.
+std::vector<std::thread> post_all(const ServerProcess& router, const std::vector<json>& bodies, std::vector<Completion>& got) {
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < bodies.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto c = router.client();
+      got[i] = complete(c, bodies[i]);
+    });
+  return clients;
+}
+
+// Returns once `worker` reports a running sequence (or after about 2 s).
+void wait_until_running(const ServerProcess& worker) {
+  auto c = worker.client();
+  for (int i = 0; i < 2000; ++i) {
+    auto r = c.Get("/load");
+    if (r && json::parse(r->body)["running"].get<int>() > 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // Waits until the worker holds no KV block and runs nothing (the engine
 // frees a finished request's blocks after its step).
 void require_no_blocks_held(const ServerProcess& w) {
@@ -166,19 +187,9 @@ TEST_CASE("disagg serve: a decode worker killed mid-stream fails its own request
     want.push_back(c.ids);
   }
   std::vector<Completion> got(n);
-  std::vector<std::thread> clients;
-  for (int i = 0; i < n; ++i)
-    clients.emplace_back([&, i] {
-      auto c = router.client();
-      got[(size_t)i] = complete(c, bodies[(size_t)i]);
-    });
+  std::vector<std::thread> clients = post_all(router, bodies, got);
   // Kill d1 once it is decoding.
-  auto c1 = d1.client();
-  for (int i = 0; i < 2000; ++i) {
-    auto r = c1.Get("/load");
-    if (r && json::parse(r->body)["running"].get<int>() > 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  wait_until_running(d1);
   const pid_t victim = d1.pid();
   REQUIRE(victim > 0);
   kill(victim, SIGKILL);
@@ -275,18 +286,8 @@ TEST_CASE("disagg serve: a prefill worker killed mid-prefill fails its own reque
     want.push_back(c.ids);
   }
   std::vector<Completion> got(n);
-  std::vector<std::thread> clients;
-  for (int i = 0; i < n; ++i)
-    clients.emplace_back([&, i] {
-      auto c = router.client();
-      got[(size_t)i] = complete(c, bodies[(size_t)i]);
-    });
-  auto c1 = p1.client();
-  for (int i = 0; i < 2000; ++i) {
-    auto r = c1.Get("/load");
-    if (r && json::parse(r->body)["running"].get<int>() > 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  std::vector<std::thread> clients = post_all(router, bodies, got);
+  wait_until_running(p1);
   kill(p1.pid(), SIGKILL);
   for (auto& t : clients) t.join();
   int failed = 0;
