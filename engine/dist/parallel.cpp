@@ -163,7 +163,7 @@ Expected<StepWire> decode_step(std::span<const std::byte> payload, int32_t strid
       return;
     }
     v.resize(n);
-    std::memcpy(v.data(), payload.data() + at, n * sizeof(T));
+    if (n > 0) std::memcpy(v.data(), payload.data() + at, n * sizeof(T));  // an empty vector's data() may be null
     at += n * sizeof(T);
   };
   std::vector<int32_t> head;
