@@ -63,10 +63,15 @@ StepLimits step_limits(const Plan& plan) {
   return l;
 }
 
-Status check_step_args(const ShapeBucket& b, const StepLimits& lim, const StepArgs& a) {
+Status check_step_arrays(const StepArgs& a) {
   if (!a.token_ids || !a.positions || !a.slot_mapping || !a.query_start || !a.seq_lens || !a.block_tables ||
       (a.n_logit_rows > 0 && !a.logit_rows))
     return invalid_argument("step: token_ids, positions, slot_mapping, query_start, seq_lens and block_tables are required");
+  return Status::ok();
+}
+
+Status check_step_args(const ShapeBucket& b, const StepLimits& lim, const StepArgs& a) {
+  TS_TRY(check_step_arrays(a));
   if (a.n_tokens < 1 || a.n_tokens > b.max_tokens)
     return invalid_argument("step: n_tokens " + std::to_string(a.n_tokens) + " outside [1, " + std::to_string(b.max_tokens) + "]");
   if (a.n_seqs < 1 || a.n_seqs > b.max_seqs)

@@ -24,6 +24,9 @@ struct StepLimits {
 StepLimits step_limits(const Plan& plan);
 
 Status check_step_args(const ShapeBucket& bucket, const StepLimits& limits, const StepArgs& args);
+// The part of check_step_args that needs no bucket: the arrays are there.
+// What may be read before a bucket is chosen (a step copied to other ranks).
+Status check_step_arrays(const StepArgs& args);
 
 // The host array behind a step field, and how many int32 of it this step holds.
 const int32_t* step_field_data(const StepArgs& a, StepField f);

@@ -40,11 +40,8 @@ Expected<ResolvedGroup> resolve_group(const Parallelism& p) {
       return invalid_argument(p.flag() + ": start it with `mpirun -np " + std::to_string(p.ranks()) +
                               " tessera ...` (this process was not started by mpirun)");
     TS_ASSIGN_OR_RETURN(mpi::MpiWorld w, mpi::join_world());
-    static bool registered = false;
-    if (!registered) {
-      mpi::at_leave(tell_followers_to_leave);
-      registered = true;
-    }
+    static const bool registered = (mpi::at_leave(tell_followers_to_leave), true);  // once, whichever thread gets here first
+    (void)registered;
     r.group = w.group;
     r.host_comm = w.comm;
   }

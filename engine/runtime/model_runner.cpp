@@ -8,6 +8,7 @@
 
 #include "backends/builtin.h"
 #include "core/hal/registry.h"
+#include "core/hal/step_check.h"
 #include "graph/constants.h"
 #include "core/quant.h"
 #include "core/weight_layout.h"
@@ -689,11 +690,13 @@ Status ModelRunner::queue_results(const BucketProgram& prog, InFlight& f, int sl
   return Status::ok();
 }
 
-Status ModelRunner::check_step_arrays(const StepArgs& args) const {
-  const bool present = args.n_tokens >= 0 && args.n_seqs >= 0 && args.n_logit_rows >= 0 && args.n_seqs <= options_.max_seqs &&
-                       (args.n_tokens == 0 || (args.token_ids && args.positions && args.slot_mapping)) && args.query_start &&
-                       (args.n_seqs == 0 || (args.seq_lens && args.block_tables)) && (args.n_logit_rows == 0 || args.logit_rows);
-  if (!present) return invalid_argument("step: an array the step's counts call for is missing, or more sequences than the runner takes");
+// What the leader reads to send a step to the other ranks, checked before
+// it reads it: the arrays (core/hal/step_check.h) and counts it can copy.
+Status ModelRunner::check_step_to_send(const StepArgs& args) const {
+  TS_TRY(check_step_arrays(args));
+  if (args.n_tokens < 0 || args.n_seqs < 0 || args.n_logit_rows < 0 || args.n_seqs > options_.max_seqs)
+    return invalid_argument("step: negative counts, or " + std::to_string(args.n_seqs) + " sequences where the runner takes " +
+                            std::to_string(options_.max_seqs));
   return Status::ok();
 }
 
@@ -735,12 +738,12 @@ Expected<StepTicket> ModelRunner::submit(const StepRequest& request) {
   f.outputs = request.outputs;
   f.rows = args.n_logit_rows;
   if (pipelined_ && leader_) {
-    TS_TRY(check_step_arrays(args));
+    TS_TRY(check_step_to_send(args));
     TS_TRY(submit_micro_batches(request, f));
   } else {
     // Every rank runs the step: the followers get it first (they check it as this rank does).
     if (leader_) {
-      TS_TRY(check_step_arrays(args));
+      TS_TRY(check_step_to_send(args));
       encode_step(args, max_blocks_per_seq_, request.block_copies, (int32_t)request.outputs, step_wire_);
       TS_TRY(send_control(*tp_.group, ControlKind::step, step_wire_));
     }

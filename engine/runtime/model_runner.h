@@ -221,7 +221,7 @@ class ModelRunner {
   // and seen under their names from then on (weights_ becomes a view with them).
   Status cut_shards();
   Status use_communicators();
-  Status check_step_arrays(const StepArgs& args) const;
+  Status check_step_to_send(const StepArgs& args) const;
   Expected<Queued> queue_step(const StepArgs& args, std::span<const BlockCopy> block_copies);
   Status submit_micro_batches(const StepRequest& request, InFlight& f);
   int split_micro_batches(const StepArgs& a, int pieces);

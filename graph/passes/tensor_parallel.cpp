@@ -25,20 +25,16 @@ namespace {
 
 enum class Role { none, column, row, vocabulary };
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 Role role_of(const Node& n, const Value& w) {
   for (const char* s : {".attn_q.weight", ".attn_k.weight", ".attn_v.weight", ".attn_qkv.weight", ".ffn_gate.weight", ".ffn_up.weight"})
-    if (ends_with(w.name, s)) return Role::column;
-  if (ends_with(w.name, ".attn_output.weight") || ends_with(w.name, ".ffn_down.weight")) return Role::row;
+    if (w.name.ends_with(s)) return Role::column;
+  if (w.name.ends_with(".attn_output.weight") || w.name.ends_with(".ffn_down.weight")) return Role::row;
   if (n.label == "output" && (w.name == "output.weight" || w.name == "token_embd.weight")) return Role::vocabulary;
   return Role::none;
 }
 
 bool is_qkv_bias(const std::string& name) {
-  return ends_with(name, ".attn_q.bias") || ends_with(name, ".attn_k.bias") || ends_with(name, ".attn_v.bias");
+  return name.ends_with(".attn_q.bias") || name.ends_with(".attn_k.bias") || name.ends_with(".attn_v.bias");
 }
 
 std::string rank_of(const PassContext& ctx) {
