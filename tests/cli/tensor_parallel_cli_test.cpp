@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "support/cli.h"
+#include "support/mpirun.h"
 #include "support/reference_cases.h"
 #include "support/requirements.h"
 #include "support/zoo_reference.h"
@@ -23,23 +24,15 @@ namespace {
 // Open MPI's mpirun; tools/quickstart.sh test installs it (openmpi-bin).
 const Requirement& mpirun_tests() {
   static const Requirement r =
-      announce({"the mpirun tests", std::system("command -v mpirun >/dev/null 2>&1") == 0 ? "" : "mpirun is not installed (apt install openmpi-bin)"});
+      announce({"the mpirun tests", have_mpirun() ? "" : "mpirun is not installed (apt install openmpi-bin)"});
   return r;
 }
 
-// `timeout 120 mpirun -np N tessera ARGS`: on loopback, shared memory between
-// the ranks; as root where the machine runs the tests as root.
+// `timeout 120 mpirun -np N tessera ARGS` (support/mpirun.h).
 CliResult run_mpi(int ranks, const std::vector<std::string>& args) {
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  setenv("OMPI_MCA_btl", "self,vader", 1);
-  // Containers often forbid the cross-process copies (CMA) vader would use for large messages.
-  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
-  // Each rank one thread: the two ranks share this machine's cores.
-  setenv("TESSERA_THREADS", "1", 1);
-  const CliResult r = run_tessera_under({"timeout", "120", "mpirun", "-np", std::to_string(ranks), "--oversubscribe"}, args);
-  unsetenv("TESSERA_THREADS");
-  return r;
+  std::vector<std::string> launcher = {"timeout", "120"};
+  for (auto& a : mpirun_launcher(ranks)) launcher.push_back(std::move(a));
+  return run_tessera_under(launcher, args);
 }
 
 // The zoo file's p-th greedy.tsv prompt, 24 steps, in one process and split

@@ -7,21 +7,14 @@
 #include <thread>
 
 #include "server/server_process.h"
+#include "support/mpirun.h"
 #include "support/reference_cases.h"
 
 using namespace tessera::testing;
 
 namespace {
 
-bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
-
-std::vector<std::string> mpirun_two() {
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  setenv("OMPI_MCA_btl", "self,vader", 1);
-  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
-  return {"mpirun", "-np", "2", "--oversubscribe", "-x", "TESSERA_THREADS=1"};
-}
+std::vector<std::string> mpirun_two() { return mpirun_launcher(2); }
 
 }  // namespace
 
