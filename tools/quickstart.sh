@@ -76,8 +76,24 @@ install_oracles() {
   echo "$want" >"$stamp"
 }
 
-install_missing
-build default build
+# timed NAME CMD...: runs CMD and records how long it took; the record is
+# printed when the script ends, failed or not, so a slow CI run shows where
+# its time went.
+timings=() current="" current_start=0
+timed() {
+  current=$1 current_start=$(date +%s); shift
+  "$@"
+  timings+=("$current $(($(date +%s) - current_start)) s") current=""
+}
+print_timings() {
+  [ -n "$current" ] && timings+=("$current $(($(date +%s) - current_start)) s (ended there)")
+  [ ${#timings[@]} -gt 0 ] && printf 'quickstart: time taken: %s\n' "$(IFS=';'; echo "${timings[*]}" | sed 's/;/; /g')"
+  return 0
+}
+trap print_timings EXIT
+
+timed install install_missing
+timed build build default build
 
 if [ "$mode" = bench ]; then
   exec build/bin/tessera bench "$@"
@@ -122,14 +138,14 @@ run_tests() {
   fi
 }
 
-install_oracles
-run_tests default 900 build
+timed oracles install_oracles
+timed tests run_tests default 900 build
 if [ "${TESSERA_SKIP_ASAN:-0}" != 1 ]; then
-  build asan build-asan
-  run_tests asan 1800 build-asan
+  timed "asan build" build asan build-asan
+  timed "asan tests" run_tests asan 1800 build-asan
 fi
 # The engine's tests under ThreadSanitizer (its own small build: the engine and what it links).
 if [ "${TESSERA_SKIP_TSAN:-0}" != 1 ]; then
-  build tsan build-tsan
-  run_tests tsan 1800 build-tsan
+  timed "tsan build" build tsan build-tsan
+  timed "tsan tests" run_tests tsan 1800 build-tsan
 fi

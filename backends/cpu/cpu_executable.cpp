@@ -109,6 +109,13 @@ Expected<std::unique_ptr<CpuExecutable>> CpuExecutable::create(const Plan& plan,
       exe->kv_slots_ = std::min(exe->kv_slots_, d.inputs[3].desc.shape[0]);
       exe->block_size_ = p.block_size;
     }
+    // The pools a dispatch appends to: named to StepArgs::kv_written once it ran.
+    std::vector<uint32_t> writes;
+    if (d.op == OpKind::kv_append || d.op == OpKind::rope_kv_append) {
+      const int k = k_pool_input(d.op);
+      writes = {d.inputs[(size_t)k].buffer, d.inputs[(size_t)k + 1].buffer};
+    }
+    exe->kv_writes_.push_back(std::move(writes));
     exe->dispatches_.push_back(std::move(bd));
   }
   exe->rope_rows_ = step_limits(exe->plan_).rope_rows;
@@ -140,17 +147,21 @@ Status CpuExecutable::run(const StepArgs& args) {
     if ((uint64_t)n * 4 > pb.bytes) return invalid_argument(std::string("step: ") + to_string(pb.field) + " exceeds the bucket");
     if (n > 0) std::memcpy(buffers_[i]->host_data(), src, (size_t)n * 4);
   }
-  if (!profile_) {
-    for (const auto& d : dispatches_) TS_TRY(run_dispatch(d, args));
-    return Status::ok();
+  for (size_t i = 0; i < dispatches_.size(); ++i) {
+    const BoundDispatch& d = dispatches_[i];
+    if (!profile_) {
+      TS_TRY(run_dispatch(d, args));
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      TS_TRY(run_dispatch(d, args));
+      op_ns_[(size_t)d.op] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+      ++op_calls_[(size_t)d.op];
+    }
+    // The kernels are done when run_dispatch returns: the pool holds this step's K/V.
+    if (args.kv_written.fn)
+      for (uint32_t b : kv_writes_[i]) args.kv_written.fn(args.kv_written.ctx, plan_.buffers[b].name.c_str());
   }
-  for (const auto& d : dispatches_) {
-    const auto t0 = std::chrono::steady_clock::now();
-    TS_TRY(run_dispatch(d, args));
-    op_ns_[(size_t)d.op] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-    ++op_calls_[(size_t)d.op];
-  }
-  ++steps_;
+  if (profile_) ++steps_;
   return Status::ok();
 }
 

@@ -38,9 +38,10 @@ class CpuExecutable final : public Executable {
   std::vector<Buffer*> buffers_;                 // by plan buffer id
   std::vector<std::unique_ptr<CpuBuffer>> owned_;  // arena, step inputs, scratch
   std::vector<BoundDispatch> dispatches_;
+  std::vector<std::vector<uint32_t>> kv_writes_;  // by dispatch: the KV pool buffers it appends to
   std::unique_ptr<CpuBuffer> scratch_;
-  std::unique_ptr<CpuBuffer> gathered_;
-  std::vector<size_t> gather_counts_;    // values per rank of the step's all_gather, sized at compile  // all_gather's ranks' parts, rank after rank, before they are interleaved
+  std::unique_ptr<CpuBuffer> gathered_;  // all_gather's ranks' parts, rank after rank, before they are interleaved
+  std::vector<size_t> gather_counts_;    // values per rank of the step's all_gather, sized at compile
   int64_t kv_slots_ = 0;    // slots in the smallest pool, bound for slot_mapping
   int64_t kv_blocks_ = 0;
   int32_t block_size_ = 0;

@@ -95,6 +95,7 @@ DeviceInfo probe_cpu_info(int threads) {
   read_caches(info);
   const auto isa = kernels::cpu::active_isa();
   info.kernel_isa = std::string(kernels::cpu::name(isa));
+  info.notifies_kv_writes = true;  // CpuExecutable::run calls StepArgs::kv_written after each append
   info.arch = cpu_arch(isa);
   info.simd_width_bits = isa == kernels::cpu::Isa::avx512_vnni ? 512 : isa == kernels::cpu::Isa::avx2 ? 256 : 128;
   for (auto i : kernels::cpu::runnable_isas()) info.features.emplace_back(kernels::cpu::name(i));

@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 12;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0x58c95da1ffd0d9e7ull;
+inline constexpr uint32_t kBackendAbiVersion = 13;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0x055a8a723e8e41cdull;
 
 }  // namespace tessera

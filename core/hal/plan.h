@@ -83,6 +83,19 @@ struct Plan {
   uint64_t arena_lower_bound_bytes = 0;  // the largest set of simultaneously live activations
 };
 
+// Told, on the thread that runs the step, that the step's K and V for the
+// tokens it appends are in a KV pool: called once per pool the step writes,
+// right after the dispatch that appends to it, with the pool's plan buffer
+// name (e.g. "blk.3.k_cache"), while the later layers still compute.
+// Prefill/decode disaggregation ships a layer's blocks from here. Optional to
+// honour: a backend whose dispatches run later on a device queue does not
+// call it (DeviceInfo::notifies_kv_writes says which), and the caller reads
+// the pools once the step is done.
+struct KvWrittenHook {
+  void (*fn)(void* ctx, const char* pool) = nullptr;
+  void* ctx = nullptr;
+};
+
 // What changes every step. Spans are read during Stream::run only.
 struct StepArgs {
   const int32_t* token_ids = nullptr;
@@ -95,6 +108,7 @@ struct StepArgs {
   int32_t n_seqs = 0;
   const int32_t* logit_rows = nullptr;
   int32_t n_logit_rows = 0;
+  KvWrittenHook kv_written;
 };
 
 }  // namespace tessera

@@ -70,7 +70,7 @@ Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& deco
 
   auto box = std::make_shared<Outbox>();
   auto hook = [box](const KvChunk& c) -> Status {
-    for (size_t pool = 0; pool < c.kv.pools().size(); ++pool) {
+    for (const size_t pool : c.pools) {
       const uint64_t bb = c.kv.pools()[pool].block_bytes;
       std::vector<std::byte> msg(sizeof(BlocksHeader) + c.blocks.size() * bb);
       const BlocksHeader h{(int32_t)pool, c.first_block, (int32_t)c.blocks.size(), 0};

@@ -1,9 +1,10 @@
 #pragma once
 // The prefill worker's side of disaggregation: runs a request's prompt on
 // its own engine (max_tokens 1) and ships the prompt's KV blocks to the decode
-// worker the router chose, over UCX, as each prompt chunk's step finishes
-// (the runner runs whole steps, so a chunk's blocks go layer after layer once
-// its step is done, while the next chunk computes), then the first token.
+// worker the router chose, over UCX, as the step writes them: pool by pool
+// (each layer's K, then V) while the later layers compute where the device
+// announces its writes (the CPU), else all of a chunk's once its step is
+// done (docs/serving.md, "Granularity"); then the first token.
 // Endpoints to decode workers are kept and reused; one that fails is dropped.
 #include <cstdint>
 #include <map>

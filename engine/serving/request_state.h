@@ -31,6 +31,9 @@ struct KvChunk {
   int32_t first_block = 0;
   int32_t computed_tokens = 0;      // the sequence's positions with K/V after this step
   int32_t prompt_tokens = 0;
+  // The pools (indices into kv.pools()) to hand over: one, as the step
+  // writes it, or the rest once the step is done.
+  std::span<const size_t> pools;
 };
 // An error fails the request (its blocks go back); the engine keeps serving.
 using KvExportFn = std::function<Status(const KvChunk&)>;

@@ -308,28 +308,70 @@ bool ServingEngine::start_imported(const std::shared_ptr<RequestState>& r) {
   return true;
 }
 
-void ServingEngine::export_chunks() {
+void ServingEngine::plan_exports() {
+  exports_.clear();
   const int32_t bs = runner_.kv->spec().block_size;
   const BlockManager& blocks = runner_.kv->blocks();
   for (const ScheduledSeq& e : scheduled_.seqs) {
     Sequence& s = *e.seq;
     RequestState& r = *s.request;
     if (!r.kv_export || s.index != 0 || s.status == SeqStatus::finished || e.start >= s.prompt_len) continue;
-    const int32_t end = std::min(e.start + e.n_tokens, s.prompt_len);
+    ChunkExport x;
+    x.seq = &s;
+    x.end = std::min(e.start + e.n_tokens, s.prompt_len);
     // From where the last hand-over stopped (a prefix-cache hit or a
     // preemption moves that back), through the block holding the chunk's end.
     const int32_t from = std::min(r.kv_exported_tokens, e.start);
-    const int32_t first_block = from / bs, last_block = (end - 1) / bs;
+    x.first_block = from / bs;
     const std::span<const int32_t> table = blocks.block_table(s.id);
-    const KvChunk chunk{*runner_.runner, *runner_.kv, table.subspan((size_t)first_block, (size_t)(last_block - first_block + 1)), first_block,
-                        end, s.prompt_len};
-    const Status st = r.kv_export(chunk);
-    if (!st.is_ok()) {
-      finish_sequence(s, FinishReason::error, st.message());
+    x.blocks.assign(table.begin() + x.first_block, table.begin() + (x.end - 1) / bs + 1);
+    exports_.push_back(std::move(x));
+  }
+  if (pool_index_.empty())
+    for (size_t p = 0; p < runner_.kv->pools().size(); ++p) pool_index_.emplace(runner_.kv->pools()[p].name, p);
+  pool_handed_.assign(runner_.kv->pools().size(), 0);
+}
+
+// The step's thread, between two dispatches: `pool` holds this step's K or V.
+void ServingEngine::on_kv_written(void* self, const char* pool) {
+  auto& e = *static_cast<ServingEngine*>(self);
+  const auto it = e.pool_index_.find(std::string_view(pool));
+  if (it == e.pool_index_.end() || e.pool_handed_[it->second]) return;
+  e.pool_handed_[it->second] = 1;
+  e.kv_exports_during_ += (int64_t)e.hand_over(it->second);
+}
+
+// Hands pool `pool`'s blocks of every chunk of this step over (`pool` past
+// the last: every pool not handed over yet).
+size_t ServingEngine::hand_over(size_t pool) {
+  std::vector<size_t> pools;
+  if (pool < pool_handed_.size()) {
+    pools.push_back(pool);
+  } else {
+    for (size_t p = 0; p < pool_handed_.size(); ++p)
+      if (!pool_handed_[p]) pools.push_back(p);
+    if (pools.empty()) return 0;
+  }
+  for (ChunkExport& x : exports_) {
+    if (!x.status.is_ok()) continue;
+    const Sequence& s = *x.seq;
+    const KvChunk chunk{*runner_.runner, *runner_.kv, x.blocks, x.first_block, x.end, s.prompt_len, pools};
+    x.status = s.request->kv_export(chunk);
+  }
+  return pools.size();
+}
+
+void ServingEngine::export_chunks() {
+  if (exports_.empty()) return;
+  kv_exports_after_ += (int64_t)hand_over(pool_handed_.size());
+  for (ChunkExport& x : exports_) {
+    if (!x.status.is_ok()) {
+      finish_sequence(*x.seq, FinishReason::error, x.status.message());
       continue;
     }
-    r.kv_exported_tokens = end;
+    x.seq->request->kv_exported_tokens = x.end;
   }
+  exports_.clear();
 }
 
 void ServingEngine::cancel_requested() {
@@ -551,8 +593,12 @@ Status ServingEngine::run_step() {
   const BlockManager& blocks = runner_.kv->blocks();
   const int32_t blocks_held = blocks.num_blocks() - blocks.available_blocks();  // the step's peak: before finished sequences let go
   batch_.build(scheduled_, blocks, runner_.runner->max_blocks_per_seq());
+  plan_exports();
   StepRequest req;
   req.args = batch_.args();
+  // A device that says when each pool is written lets a prompt's KV leave
+  // layer by layer while the step's later layers compute.
+  if (!exports_.empty()) req.args.kv_written = {&ServingEngine::on_kv_written, this};
   req.block_copies = scheduled_.copies;
   req.outputs = any_logits && any_tokens ? StepOutputs::both : any_tokens ? StepOutputs::tokens : StepOutputs::logits;
   const auto t_step = Clock::now();
@@ -627,6 +673,8 @@ void ServingEngine::update_metrics(double step_ms, double host_ms, int32_t step_
   m.spec_accepted = spec_accepted_;
   m.spec_passes = spec_passes_;
   m.propose_ms = propose_ms_;
+  m.kv_exports_during_step = kv_exports_during_;
+  m.kv_exports_after_step = kv_exports_after_;
 }
 
 }  // namespace tessera

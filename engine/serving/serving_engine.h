@@ -7,6 +7,7 @@
 // and deliver the tokens. submit/cancel/metrics may be called from any thread.
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -102,7 +103,13 @@ class ServingEngine {
   // An imported request into the running set; false while its blocks do not fit yet.
   bool start_imported(const std::shared_ptr<RequestState>& r);
   void start_waiting_imports();
-  // Prefill side: hands each exporting sequence's newly computed blocks over.
+  // Prefill side: each exporting sequence's newly computed blocks, found
+  // before the step (plan_exports), handed over pool by pool as the step
+  // writes them (on_kv_written) and, for pools it did not announce, after it
+  // (export_chunks).
+  void plan_exports();
+  static void on_kv_written(void* self, const char* pool);
+  size_t hand_over(size_t pool);  // the pools it handed over
   void export_chunks();
   void cancel_requested();
   Status run_step();
@@ -132,6 +139,16 @@ class ServingEngine {
   SchedulerOutput scheduled_;
   std::vector<std::shared_ptr<RequestState>> live_;  // engine thread: requests not yet finished
   std::vector<std::shared_ptr<RequestState>> waiting_imports_;  // imported requests whose blocks do not fit yet
+  struct ChunkExport {
+    Sequence* seq = nullptr;
+    int32_t first_block = 0, end = 0;
+    std::vector<int32_t> blocks;  // the sequence's logical blocks [first_block, ...)
+    Status status;                // a failed hand-over ends the sequence after the step
+  };
+  std::vector<ChunkExport> exports_;         // this step's
+  std::vector<uint8_t> pool_handed_;         // by KV pool: handed over during this step
+  std::map<std::string, size_t, std::less<>> pool_index_;  // KV pool name -> index in kv.pools()
+  int64_t kv_exports_during_ = 0, kv_exports_after_ = 0;  // pools handed over (EngineMetrics)
   std::vector<float> sample_scratch_;  // a logit row the sampler may change
   std::unique_ptr<Proposer> proposer_;  // null without speculation
   std::vector<ProposeItem> propose_items_;

@@ -63,6 +63,9 @@ struct DeviceInfo {
   Roofs roofs;
   std::vector<std::string> features;  // "avx2", "avx512_vnni", "f16", ...
   std::string kernel_isa;             // which kernel family was chosen, e.g. "avx512_vnni"
+  // Its steps tell the caller as each KV pool is written (StepArgs::kv_written),
+  // while later layers still compute: the CPU, whose dispatches run at the call.
+  bool notifies_kv_writes = false;
 };
 
 }  // namespace tessera

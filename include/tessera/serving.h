@@ -110,6 +110,11 @@ struct EngineMetrics {
   std::string spec_method = "none";
   int64_t spec_proposed = 0, spec_accepted = 0, spec_passes = 0;
   double propose_ms = 0;
+  // Disaggregation's prefill side: the (chunk, KV pool) hand-overs made while
+  // the step still ran, as each layer's K or V was written, and those made
+  // after it (a device that does not say when a pool is written, or a
+  // pipeline-parallel step).
+  int64_t kv_exports_during_step = 0, kv_exports_after_step = 0;
   double acceptance_rate() const { return spec_proposed > 0 ? (double)spec_accepted / (double)spec_proposed : 0; }
   double tokens_per_pass() const { return decode_passes > 0 ? (double)tokens_generated / (double)decode_passes : 0; }
 };

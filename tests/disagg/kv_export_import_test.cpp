@@ -7,43 +7,13 @@
 
 #include "engine/disagg/kv_blocks.h"
 #include "engine/engine_fixture.h"
+#include "engine/kv_prefill.h"
 #include "support/random.h"
 
 using namespace tessera;
 using namespace tessera::testing;
 
 namespace {
-
-struct Prefilled {
-  KvImport import;
-  std::shared_ptr<RequestState> handle;
-  int chunks = 0;
-};
-
-// Runs q's prompt on `e` with max_tokens 1, copying each chunk's blocks into
-// a payload as they are handed over; `fail_at` (1-based) makes that chunk's
-// hand-over fail, as a transfer that breaks midway.
-Prefilled prefill(ServingEngine& e, const Request& q, int fail_at = 0) {
-  Prefilled out;
-  Request pq = q;
-  pq.max_tokens = 1;
-  auto hook = [&](const KvChunk& c) -> Status {
-    ++out.chunks;
-    if (out.chunks == fail_at) return io_error("kv transfer: the decode worker went away (test)");
-    disagg::KvPayload& p = out.import.payload;
-    if (p.bytes.empty()) p.allocate(disagg::kv_shape(c.kv), c.prompt_tokens);
-    for (size_t pool = 0; pool < c.kv.pools().size(); ++pool)
-      TS_TRY(disagg::read_pool_blocks(c.runner, c.kv, pool, c.blocks, p.blocks(pool, c.first_block, (int32_t)c.blocks.size())));
-    return Status::ok();
-  };
-  auto h = e.submit_prefill(pq, hook);
-  REQUIRE_MESSAGE(h.has_value(), h.status().message());
-  out.handle = *h;
-  (*h)->wait();
-  out.import.first_token = (*h)->first_sampled.load();
-  out.import.rng_state = (*h)->rng_after_first.load();
-  return out;
-}
 
 void wait_idle(ServingEngine& e) {
   for (int i = 0; i < 2000 && (e.metrics().running + e.metrics().waiting > 0); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -97,6 +67,55 @@ TEST_CASE("disagg: stories260K prefilled in one engine and decoded in another gi
   // prefix cache and computes only the rest, yet the first hand-over still
   // carries every block from the first.
   check_moved(*a.engine, *b.engine, cases, [&](size_t i) { return cases[i].full_ids; }, false);
+  require_no_leak(*a.engine);
+  require_no_leak(*b.engine);
+}
+
+TEST_CASE("disagg: on the CPU each chunk's K/V leave pool by pool while the step runs, every pool before the last layer's is written") {
+  TestEngine a = open_test_engine(setup("models/stories260K.bin", "f32", 7));
+  TestEngine b = open_test_engine(setup("models/stories260K.bin", "f32", 64));
+  const size_t pools = a->kv().pools().size();
+  REQUIRE(pools >= 4);  // stories260K: 5 layers, K and V each
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    // In each chunk's first hand-over (layer 0's K), the last layer's V pool
+    // as it then is: the chunk's positions there are not written yet.
+    struct Early {
+      int32_t first_block = 0;
+      std::vector<int32_t> blocks;
+      std::vector<std::byte> last_pool;
+    };
+    std::vector<Early> early;
+    std::vector<size_t> order;
+    auto watch = [&](const KvChunk& c) {
+      REQUIRE(c.pools.size() == 1);
+      order.push_back(c.pools[0]);
+      if (c.pools[0] != 0) return;
+      Early x{c.first_block, {c.blocks.begin(), c.blocks.end()}, std::vector<std::byte>(c.blocks.size() * c.kv.pools()[pools - 1].block_bytes)};
+      REQUIRE(disagg::read_pool_blocks(c.runner, c.kv, pools - 1, c.blocks, x.last_pool).is_ok());
+      early.push_back(std::move(x));
+    };
+    Prefilled p = prefill(*a.engine, cases[i].request, 0, watch);
+    REQUIRE(p.handle->wait().sequences[0].finish != FinishReason::error);
+    const int chunks = (int)(cases[i].prompt.size() + 6) / 7;
+    CHECK(p.chunks == chunks);
+    CHECK(p.hand_overs == chunks * (int)pools);
+    // Pool after pool, in the order the layers compute: K then V of each.
+    for (size_t k = 0; k < order.size(); ++k) CHECK(order[k] == k % pools);
+    // What the last pool held when layer 0's K left differs from what it
+    // holds now in every block of that chunk: it left before the last layer ran.
+    for (const Early& x : early) {
+      const auto now = p.import.payload.blocks(pools - 1, x.first_block, (int32_t)x.blocks.size());
+      CHECK_FALSE(std::equal(now.begin(), now.end(), x.last_pool.begin()));
+    }
+    auto h = b->submit_imported(cases[i].request, std::move(p.import));
+    REQUIRE_MESSAGE(h.has_value(), h.status().message());
+    CHECK(join_ids(full_ids(cases[i], (*h)->wait())) == join_ids(cases[i].full_ids));
+  }
+  wait_idle(*a.engine);
+  CHECK(a->metrics().kv_exports_during_step > 0);
+  CHECK(a->metrics().kv_exports_after_step == 0);
   require_no_leak(*a.engine);
   require_no_leak(*b.engine);
 }

@@ -163,6 +163,11 @@ TEST_CASE("disagg serve: 1 prefill + 1 decode behind a router give run.c's ids a
   require_no_blocks_held(decode);
   auto load = json::parse(decode.client().Get("/load")->body);
   CHECK(load["kv_pending_transfers"] == 0);
+  // The CPU prefill worker shipped every pool layer by layer while its steps ran.
+  const std::string metrics = prefill.client().Get("/metrics")->body;
+  CHECK(metrics.find("tessera:kv_export_pools_total{when=\"after_step\"} 0\n") != std::string::npos);
+  CHECK(metrics.find("tessera:kv_export_pools_total{when=\"during_step\"} 0\n") == std::string::npos);
+  CHECK(metrics.find("tessera:kv_export_pools_total{when=\"during_step\"} ") != std::string::npos);
 }
 
 TEST_CASE("disagg serve: a decode worker killed mid-stream fails its own requests with an error, the others stay correct, no KV leaks" *

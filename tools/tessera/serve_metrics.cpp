@@ -91,6 +91,10 @@ std::string ServerMetrics::text(const EngineMetrics& e) const {
   o += "tessera:prefix_cache_queries_total " + std::to_string(e.prefix_query_tokens) + "\n";
   o += header("tessera:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.");
   o += "tessera:prefix_cache_hits_total " + std::to_string(e.prefix_hit_tokens) + "\n";
+  o += header("tessera:kv_export_pools_total", "counter",
+              "Prefill worker: KV pools handed to the decode worker, while the step ran (layer by layer) or after it.");
+  o += "tessera:kv_export_pools_total{when=\"during_step\"} " + std::to_string(e.kv_exports_during_step) + "\n";
+  o += "tessera:kv_export_pools_total{when=\"after_step\"} " + std::to_string(e.kv_exports_after_step) + "\n";
   o += header("tessera:num_requests_running", "gauge", "Requests in the engine's running batch.");
   o += "tessera:num_requests_running " + std::to_string(e.running) + "\n";
   o += header("tessera:num_requests_waiting", "gauge", "Requests waiting to be scheduled.");
