@@ -163,7 +163,9 @@ TEST_CASE("disagg serve: 1 prefill + 1 decode behind a router give run.c's ids a
   require_no_blocks_held(decode);
   auto load = json::parse(decode.client().Get("/load")->body);
   CHECK(load["kv_pending_transfers"] == 0);
-  // The CPU prefill worker shipped every pool layer by layer while its steps ran.
+  // The CPU prefill worker said it ships layer by layer, and shipped every
+  // pool while its steps ran.
+  CHECK(prefill.stderr_text().find("prefill worker: ships KV over UCX, layer by layer as each step writes it") != std::string::npos);
   const std::string metrics = prefill.client().Get("/metrics")->body;
   CHECK(metrics.find("tessera:kv_export_pools_total{when=\"after_step\"} 0\n") != std::string::npos);
   CHECK(metrics.find("tessera:kv_export_pools_total{when=\"during_step\"} 0\n") == std::string::npos);

@@ -299,7 +299,12 @@ int serve(const ServeOptions& options) {
         return;
       }
       s.kv_sender = std::move(*snd);
-      std::fprintf(stderr, "tessera: prefill worker: ships KV over UCX\n");
+      // Say which granularity this device gives (docs/serving.md, "Granularity").
+      if (s.engine->device().notifies_kv_writes)
+        std::fprintf(stderr, "tessera: prefill worker: ships KV over UCX, layer by layer as each step writes it\n");
+      else
+        std::fprintf(stderr, "tessera: prefill worker: ships KV over UCX after each step (%s does not announce its KV writes)\n",
+                     s.engine->device().backend.c_str());
       s.ctx.kv_sender = s.kv_sender.get();
     }
     for (const auto& note : s.engine->placement_notes()) std::fprintf(stderr, "tessera: %s\n", note.c_str());
