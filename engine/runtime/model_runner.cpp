@@ -788,35 +788,47 @@ Status ModelRunner::submit_micro_batches(const StepRequest& request, InFlight& f
   return Status::ok();
 }
 
-// Whole sequences, as even as integers allow, at most `pieces` of them; one
-// piece where the logit rows are not in token order (they would not come
-// back in the step's order).
+// Contiguous runs of the step's tokens, as even as integers allow, at most
+// `pieces` of them. A sequence may be cut between two: its first tokens in
+// one micro-batch (its context there ending at the cut), the rest in the
+// next, whose attention reads the first part's K/V, written on every stage
+// just before (each stage runs the micro-batches in order). So one long
+// prompt chunk overlaps across stages too. One piece where the logit rows are
+// not in token order (they would not come back in the step's order).
 int ModelRunner::split_micro_batches(const StepArgs& a, int pieces) {
   bool ordered = true;
   for (int32_t i = 1; i < a.n_logit_rows; ++i) ordered &= a.logit_rows[i] > a.logit_rows[i - 1];
-  pieces = ordered ? std::max(1, std::min(pieces, a.n_seqs)) : 1;
+  pieces = ordered && a.n_seqs > 0 ? std::max(1, std::min(pieces, a.n_tokens)) : 1;
   if (micro_.size() < (size_t)pieces) micro_.resize((size_t)pieces);
-  int32_t next_logit = 0;
+  int32_t next_logit = 0, seq = 0;
   for (int m = 0; m < pieces; ++m) {
     MicroBatch& mb = micro_[(size_t)m];
     StepArrays& arr = mb.arrays;
-    const ShardRange seqs = a.n_seqs > 0 ? shard_range(a.n_seqs, pieces, m) : ShardRange{0, 0};
-    const int32_t t0 = a.n_seqs > 0 ? a.query_start[seqs.begin] : 0;
-    const int32_t t1 = a.n_seqs > 0 ? a.query_start[seqs.end] : a.n_tokens;
+    const ShardRange toks = shard_range(std::max(a.n_tokens, 0), pieces, m);
+    const int32_t t0 = (int32_t)toks.begin, t1 = m == pieces - 1 ? std::max(a.n_tokens, 0) : (int32_t)toks.end;
     arr.token_ids.assign(a.token_ids + t0, a.token_ids + t1);
     arr.positions.assign(a.positions + t0, a.positions + t1);
     arr.slot_mapping.assign(a.slot_mapping + t0, a.slot_mapping + t1);
-    arr.query_start.clear();
-    for (int64_t s = seqs.begin; s <= seqs.end; ++s) arr.query_start.push_back(a.query_start[s] - t0);
-    if (arr.query_start.empty()) arr.query_start.push_back(0);
-    arr.seq_lens.assign(a.seq_lens + seqs.begin, a.seq_lens + seqs.end);
-    arr.block_tables.assign(a.block_tables + seqs.begin * max_blocks_per_seq_, a.block_tables + seqs.end * max_blocks_per_seq_);
+    arr.query_start.assign(1, 0);
+    arr.seq_lens.clear();
+    arr.block_tables.clear();
+    // Every sequence with tokens in [t0, t1), the one cut at t0 included.
+    while (seq < a.n_seqs && a.query_start[seq + 1] <= t0) ++seq;
+    for (int32_t j = seq; j < a.n_seqs && a.query_start[j] < t1; ++j) {
+      const int32_t end = std::min(a.query_start[j + 1], t1);
+      if (end <= std::max(a.query_start[j], t0)) continue;  // no tokens (none here)
+      arr.query_start.push_back(end - t0);
+      arr.seq_lens.push_back(a.seq_lens[j] - (a.query_start[j + 1] - end));  // its context ends at the cut
+      arr.block_tables.insert(arr.block_tables.end(), a.block_tables + (size_t)j * max_blocks_per_seq_,
+                              a.block_tables + (size_t)(j + 1) * max_blocks_per_seq_);
+    }
     arr.logit_rows.clear();
     while (next_logit < a.n_logit_rows && a.logit_rows[next_logit] < t1) arr.logit_rows.push_back(a.logit_rows[next_logit++] - t0);
     if (m == pieces - 1)  // rows past the last sequence's tokens: the step checks refuse them, as they would the whole step
       while (next_logit < a.n_logit_rows) arr.logit_rows.push_back(a.logit_rows[next_logit++] - t0);
     mb.args = arr.args();
   }
+  micro_batches_ += pieces;
   return pieces;
 }
 

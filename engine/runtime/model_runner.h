@@ -163,6 +163,8 @@ class ModelRunner {
   std::vector<std::pair<int32_t, int32_t>> compiled_buckets() const;
   // Bytes of activation arenas held: one per part of the placed graph, shared by every bucket.
   uint64_t arena_bytes() const;
+  // A pipeline's first stage: the micro-batches its steps were cut into so far.
+  int64_t micro_batches() const { return micro_batches_; }
 
  private:
   // One device the step runs on: [0] the asked-for device, then each other
@@ -205,7 +207,7 @@ class ModelRunner {
     std::unique_ptr<Buffer> logits, tokens;  // host_staging of the device that makes each
     std::vector<uint64_t> posted;  // a pipeline's leader: the receives of each micro-batch's logits
   };
-  // A pipeline leader's micro-batch: a range of the step's sequences, its arrays rebased.
+  // A pipeline leader's micro-batch: a run of the step's tokens, its arrays rebased.
   struct MicroBatch {
     StepArrays arrays;
     StepArgs args;  // over `arrays`
@@ -266,6 +268,7 @@ class ModelRunner {
   bool leader_ = false;
   bool pipelined_ = false;            // --pipeline-parallel: this runner is one stage
   std::vector<MicroBatch> micro_;     // the leader's, reused step after step
+  int64_t micro_batches_ = 0;
   std::vector<std::byte> step_wire_;
 };
 

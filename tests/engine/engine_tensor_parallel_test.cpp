@@ -5,6 +5,8 @@
 // llama.cpp on the whole zoo.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "engine/engine_fixture.h"
 #include "support/two_ranks.h"
 #include "support/zoo_reference.h"
@@ -47,4 +49,49 @@ TEST_CASE("engine: the serving engine over two ranks, split by tensor and by pip
     ranks.leave();
     CHECK_MESSAGE(ranks.follower_status().is_ok(), ranks.follower_status().message());
   }
+}
+
+TEST_CASE("engine: a two-stage pipeline cuts one prompt's prefill into micro-batches of its tokens, and its logits are one process's") {
+  const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
+  // The longest reference prompt, whole in one step.
+  std::vector<int32_t> prompt;
+  for (const auto& c : cases)
+    if (parse_ids(c.prompt_ids).size() > prompt.size()) prompt = parse_ids(c.prompt_ids);
+  REQUIRE(prompt.size() >= 8);
+  auto single = Model::open({.path = shared_path("models/stories260K.bin"), .max_context = 256});
+  REQUIRE_MESSAGE(single.has_value(), single.status().message());
+  auto alone = Session::create(*(*single)->impl().runner, *(*single)->impl().kv);
+  REQUIRE(alone.has_value());
+  REQUIRE((*alone)->feed(prompt).is_ok());
+  const std::vector<float> want((*alone)->logits().begin(), (*alone)->logits().end());
+
+  TwoRanks ranks;
+  {
+    auto split = ranks.open(shared_path("models/stories260K.bin"), 256, true);
+    ModelRunner& runner = *split->impl().runner;
+    auto s = Session::create(runner, *split->impl().kv);
+    REQUIRE(s.has_value());
+    const int64_t before = runner.micro_batches();
+    REQUIRE((*s)->feed(prompt).is_ok());
+    // One sequence's step, two micro-batches: stage 2 computes the prompt's
+    // first half while stage 1 computes its second, which attends to the
+    // first half's K/V this stage wrote just before.
+    CHECK(runner.micro_batches() - before == 2);
+    const auto got = (*s)->logits();
+    REQUIRE(got.size() == want.size());
+    float scale = 0, worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      scale = std::max(scale, std::fabs(want[i]));
+      worst = std::max(worst, std::fabs(got[i] - want[i]));
+    }
+    CHECK(worst <= 1e-4f * scale);
+    // And decoding on from there gives run.c's ids.
+    for (const auto& c : cases) {
+      if (parse_ids(c.prompt_ids) != prompt) continue;
+      const auto ids = free_running_greedy(*split, prompt, 40);
+      CHECK(join_ids(ids) == join_ids(std::vector<int32_t>(c.full_ids.begin(), c.full_ids.begin() + (ptrdiff_t)ids.size())));
+    }
+  }
+  ranks.leave();
+  CHECK_MESSAGE(ranks.follower_status().is_ok(), ranks.follower_status().message());
 }
