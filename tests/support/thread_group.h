@@ -42,7 +42,8 @@ class ThreadWorld {
     m.cv.wait(lock, [&] { return !m.messages.empty(); });
     std::vector<std::byte> msg = std::move(m.messages.front());
     m.messages.pop_front();
-    std::memcpy(data, msg.data(), std::min(bytes, msg.size()));
+    // An empty message (a micro-batch with no logit rows) has no data() to copy from.
+    if (!msg.empty()) std::memcpy(data, msg.data(), std::min(bytes, msg.size()));
     return msg.size();
   }
 
