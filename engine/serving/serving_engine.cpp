@@ -60,6 +60,7 @@ ServingEngine::ServingEngine(RunnerWithCache runner, std::unique_ptr<Proposer> p
   eos_ = tokenizer_ ? tokenizer_->eos_id() : (w.tokenizer ? w.tokenizer->eos_id : -1);
   metrics_.kv_blocks_total = blocks.num_blocks();
   metrics_.spec_method = name(proposer_ ? proposer_->method() : SpecMethod::none);
+  for (size_t p = 0; p < runner_.kv->pools().size(); ++p) pool_index_.emplace(runner_.kv->pools()[p].name, p);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -327,9 +328,7 @@ void ServingEngine::plan_exports() {
     x.blocks.assign(table.begin() + x.first_block, table.begin() + (x.end - 1) / bs + 1);
     exports_.push_back(std::move(x));
   }
-  if (pool_index_.empty())
-    for (size_t p = 0; p < runner_.kv->pools().size(); ++p) pool_index_.emplace(runner_.kv->pools()[p].name, p);
-  pool_handed_.assign(runner_.kv->pools().size(), 0);
+  if (!exports_.empty()) pool_handed_.assign(runner_.kv->pools().size(), 0);
 }
 
 // The step's thread, between two dispatches: `pool` holds this step's K or V.
@@ -338,32 +337,28 @@ void ServingEngine::on_kv_written(void* self, const char* pool) {
   const auto it = e.pool_index_.find(std::string_view(pool));
   if (it == e.pool_index_.end() || e.pool_handed_[it->second]) return;
   e.pool_handed_[it->second] = 1;
-  e.kv_exports_during_ += (int64_t)e.hand_over(it->second);
+  e.hand_over({&it->second, 1});
+  ++e.kv_exports_during_;
 }
 
-// Hands pool `pool`'s blocks of every chunk of this step over (`pool` past
-// the last: every pool not handed over yet).
-size_t ServingEngine::hand_over(size_t pool) {
-  std::vector<size_t> pools;
-  if (pool < pool_handed_.size()) {
-    pools.push_back(pool);
-  } else {
-    for (size_t p = 0; p < pool_handed_.size(); ++p)
-      if (!pool_handed_[p]) pools.push_back(p);
-    if (pools.empty()) return 0;
-  }
+// Hands `pools`' blocks of every chunk of this step over.
+void ServingEngine::hand_over(std::span<const size_t> pools) {
   for (ChunkExport& x : exports_) {
     if (!x.status.is_ok()) continue;
     const Sequence& s = *x.seq;
     const KvChunk chunk{*runner_.runner, *runner_.kv, x.blocks, x.first_block, x.end, s.prompt_len, pools};
     x.status = s.request->kv_export(chunk);
   }
-  return pools.size();
 }
 
 void ServingEngine::export_chunks() {
   if (exports_.empty()) return;
-  kv_exports_after_ += (int64_t)hand_over(pool_handed_.size());
+  // The pools the step did not announce (every one, on a device that announces none).
+  std::vector<size_t> rest;
+  for (size_t p = 0; p < pool_handed_.size(); ++p)
+    if (!pool_handed_[p]) rest.push_back(p);
+  if (!rest.empty()) hand_over(rest);
+  kv_exports_after_ += (int64_t)rest.size();
   for (ChunkExport& x : exports_) {
     if (!x.status.is_ok()) {
       finish_sequence(*x.seq, FinishReason::error, x.status.message());

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <span>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -109,7 +110,7 @@ class ServingEngine {
   // (export_chunks).
   void plan_exports();
   static void on_kv_written(void* self, const char* pool);
-  size_t hand_over(size_t pool);  // the pools it handed over
+  void hand_over(std::span<const size_t> pools);
   void export_chunks();
   void cancel_requested();
   Status run_step();

@@ -82,8 +82,7 @@ TEST_CASE("disagg: on the CPU each chunk's K/V leave pool by pool while the step
     // In each chunk's first hand-over (layer 0's K), the last layer's V pool
     // as it then is: the chunk's positions there are not written yet.
     struct Early {
-      int32_t first_block = 0;
-      std::vector<int32_t> blocks;
+      int32_t first_block = 0, n_blocks = 0;
       std::vector<std::byte> last_pool;
     };
     std::vector<Early> early;
@@ -92,7 +91,7 @@ TEST_CASE("disagg: on the CPU each chunk's K/V leave pool by pool while the step
       REQUIRE(c.pools.size() == 1);
       order.push_back(c.pools[0]);
       if (c.pools[0] != 0) return;
-      Early x{c.first_block, {c.blocks.begin(), c.blocks.end()}, std::vector<std::byte>(c.blocks.size() * c.kv.pools()[pools - 1].block_bytes)};
+      Early x{c.first_block, (int32_t)c.blocks.size(), std::vector<std::byte>(c.blocks.size() * c.kv.pools()[pools - 1].block_bytes)};
       REQUIRE(disagg::read_pool_blocks(c.runner, c.kv, pools - 1, c.blocks, x.last_pool).is_ok());
       early.push_back(std::move(x));
     };
@@ -106,7 +105,7 @@ TEST_CASE("disagg: on the CPU each chunk's K/V leave pool by pool while the step
     // What the last pool held when layer 0's K left differs from what it
     // holds now in every block of that chunk: it left before the last layer ran.
     for (const Early& x : early) {
-      const auto now = p.import.payload.blocks(pools - 1, x.first_block, (int32_t)x.blocks.size());
+      const auto now = p.import.payload.blocks(pools - 1, x.first_block, x.n_blocks);
       CHECK_FALSE(std::equal(now.begin(), now.end(), x.last_pool.begin()));
     }
     auto h = b->submit_imported(cases[i].request, std::move(p.import));

@@ -58,7 +58,10 @@ TEST_CASE("engine: a two-stage pipeline cuts one prompt's prefill into micro-bat
   for (const auto& c : cases)
     if (parse_ids(c.prompt_ids).size() > prompt.size()) prompt = parse_ids(c.prompt_ids);
   REQUIRE(prompt.size() >= 8);
-  auto single = Model::open({.path = shared_path("models/stories260K.bin"), .max_context = 256});
+  ModelOptions one;
+  one.path = shared_path("models/stories260K.bin");
+  one.max_context = 256;
+  auto single = Model::open(one);
   REQUIRE_MESSAGE(single.has_value(), single.status().message());
   auto alone = Session::create(*(*single)->impl().runner, *(*single)->impl().kv);
   REQUIRE(alone.has_value());

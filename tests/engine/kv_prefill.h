@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 
 #include "engine/disagg/kv_blocks.h"

@@ -3,7 +3,6 @@
 // Requests from several clients at once give run.c's ids.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <thread>
 
 #include "server/server_process.h"
@@ -12,19 +11,13 @@
 
 using namespace tessera::testing;
 
-namespace {
-
-std::vector<std::string> mpirun_two() { return mpirun_launcher(2); }
-
-}  // namespace
-
 TEST_CASE("serve under mpirun: rank 0 serves the API of a model split over two ranks, tensor and pipeline, and every client gets run.c's ids") {
   REQUIRE_MESSAGE(have_mpirun(), "mpirun is not installed (tools/quickstart.sh test installs openmpi-bin)");
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
   REQUIRE(cases.size() >= 4);
   for (const char* split : {"--tensor-parallel", "--pipeline-parallel"}) {
     CAPTURE(split);
-    ServerProcess server({"-m", shared_path("models/stories260K.bin"), split, "2"}, mpirun_two());
+    ServerProcess server({"-m", shared_path("models/stories260K.bin"), split, "2"}, mpirun_launcher(2));
     std::vector<std::vector<int32_t>> got(cases.size());
     std::vector<std::string> errors(cases.size());
     std::vector<std::thread> clients;
