@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <algorithm>
+#include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -90,10 +92,66 @@ class MpiGroup final : public HostGroup {
     TS_TRY(mpi_status(MPI_Allreduce(&value, &out, 1, MPI_INT64_T, MPI_MIN, comm_), "MPI_Allreduce(MIN)"));
     return out;
   }
+  // One MPI_Isend to each other rank from a copy the group keeps until they
+  // complete; completed sends are reaped at the next call, the rest at leave.
+  Status send_to_all(std::span<const std::byte> message) override {
+    if (message.size() > (size_t)std::numeric_limits<int>::max())
+      return invalid_argument("MPI: a control message of " + std::to_string(message.size()) + " bytes (at most 2 GiB)");
+    std::lock_guard lock(sending_mutex_);
+    TS_TRY(reap_sent());
+    Sending& s = sending_.emplace_back();
+    s.bytes.assign(message.begin(), message.end());
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      MPI_Request req = MPI_REQUEST_NULL;
+      TS_TRY(mpi_status(MPI_Isend(s.bytes.data(), (int)s.bytes.size(), MPI_BYTE, r, kControlTag, comm_, &req), "MPI_Isend"));
+      s.requests.push_back(req);
+    }
+    return Status::ok();
+  }
+  // A matched probe, so the size is known before the receive and no other
+  // thread's receive can take this message in between.
+  Status receive_from(int from, std::vector<std::byte>& message) override {
+    MPI_Message matched = MPI_MESSAGE_NULL;
+    MPI_Status st;
+    TS_TRY(mpi_status(MPI_Mprobe(from, kControlTag, comm_, &matched, &st), "MPI_Mprobe"));
+    int count = 0;
+    TS_TRY(mpi_status(MPI_Get_count(&st, MPI_BYTE, &count), "MPI_Get_count"));
+    message.resize((size_t)count);
+    return mpi_status(MPI_Mrecv(message.data(), count, MPI_BYTE, &matched, MPI_STATUS_IGNORE), "MPI_Mrecv");
+  }
+  // Every control message sent has been taken: before MPI_Finalize, which
+  // must not find a send pending.
+  Status drain() {
+    std::lock_guard lock(sending_mutex_);
+    for (Sending& s : sending_)
+      TS_TRY(mpi_status(MPI_Waitall((int)s.requests.size(), s.requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall"));
+    sending_.clear();
+    return Status::ok();
+  }
 
  private:
+  static constexpr int kControlTag = 1;
+  struct Sending {
+    std::vector<std::byte> bytes;
+    std::vector<MPI_Request> requests;
+  };
+  // Drops the messages every rank has taken (sent in order, so from the front).
+  Status reap_sent() {
+    while (!sending_.empty()) {
+      Sending& s = sending_.front();
+      int done = 0;
+      TS_TRY(mpi_status(MPI_Testall((int)s.requests.size(), s.requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall"));
+      if (!done) break;
+      sending_.pop_front();
+    }
+    return Status::ok();
+  }
+
   MPI_Comm comm_;
   int rank_, size_;
+  std::mutex sending_mutex_;
+  std::deque<Sending> sending_;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -157,10 +215,12 @@ class MpiCommunicator final : public Communicator {
 
 std::mutex g_mutex;
 std::optional<MpiWorld> g_world;
+std::shared_ptr<MpiGroup> g_group;  // g_world's group, to drain at leave
 std::vector<void (*)()> g_leave;
 
 void leave_world() {
   for (auto fn : g_leave) fn();
+  if (g_group) (void)g_group->drain();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
@@ -186,7 +246,8 @@ Expected<MpiWorld> join_world() {
   TS_TRY(mpi_status(MPI_Comm_dup(MPI_COMM_WORLD, &data), "MPI_Comm_dup"));
   MPI_Comm_set_errhandler(control, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(data, MPI_ERRORS_RETURN);
-  g_world = MpiWorld{std::make_shared<MpiGroup>(control, rank, size), std::make_shared<MpiCommunicator>(data, rank, size)};
+  g_group = std::make_shared<MpiGroup>(control, rank, size);
+  g_world = MpiWorld{g_group, std::make_shared<MpiCommunicator>(data, rank, size)};
   std::atexit(leave_world);
   return *g_world;
 }

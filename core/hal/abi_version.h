@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-inline constexpr uint32_t kBackendAbiVersion = 13;
-inline constexpr uint64_t kBackendAbiHeadersHash = 0x055a8a723e8e41cdull;
+inline constexpr uint32_t kBackendAbiVersion = 14;
+inline constexpr uint64_t kBackendAbiHeadersHash = 0xde2de78d07b08466ull;
 
 }  // namespace tessera

@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -65,6 +66,15 @@ class HostGroup {
   virtual Status broadcast(std::span<std::byte> bytes, int root) = 0;
   // The minimum of `value` over the ranks, on every rank.
   virtual Expected<int64_t> min(int64_t value) = 0;
+  // The control channel (engine/dist/parallel.cpp): `message` goes from this
+  // rank to every other, and the call returns without waiting for any of
+  // them to take it (the group keeps its own copy), so a pipeline's first
+  // stage starts its next micro-batch while the later stages still run the
+  // last. A broadcast would hold the sender until every rank joined it.
+  virtual Status send_to_all(std::span<const std::byte> message) = 0;
+  // The next message `from` sent with send_to_all, in the order sent; waits
+  // for one. `message` is resized to it.
+  virtual Status receive_from(int from, std::vector<std::byte>& message) = 0;
 };
 
 }  // namespace tessera

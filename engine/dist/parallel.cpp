@@ -51,22 +51,28 @@ Expected<ResolvedGroup> resolve_group(const Parallelism& p) {
   return r;
 }
 
+// One message: the kind (4 bytes), then the payload. Sent without waiting
+// for the followers (HostGroup::send_to_all), so the leader's next step or
+// micro-batch never waits for a follower to finish the last.
 Status send_control(HostGroup& g, ControlKind kind, std::span<const std::byte> payload) {
-  uint64_t header[2] = {(uint64_t)kind, (uint64_t)payload.size()};
-  TS_TRY(g.broadcast(std::as_writable_bytes(std::span(header)), 0));
-  if (payload.empty()) return Status::ok();
-  // The root's buffer is only read by a broadcast: the const_cast never writes.
-  return g.broadcast(std::span(const_cast<std::byte*>(payload.data()), payload.size()), 0);
+  std::vector<std::byte> message(sizeof(uint32_t) + payload.size());
+  const uint32_t k = (uint32_t)kind;
+  std::memcpy(message.data(), &k, sizeof k);
+  if (!payload.empty()) std::memcpy(message.data() + sizeof k, payload.data(), payload.size());
+  return g.send_to_all(message);
 }
 
 Expected<ControlMessage> receive_control(HostGroup& g) {
-  uint64_t header[2] = {0, 0};
-  TS_TRY(g.broadcast(std::as_writable_bytes(std::span(header)), 0));
+  std::vector<std::byte> message;
+  TS_TRY(g.receive_from(0, message));
+  uint32_t k = 0;
+  if (message.size() < sizeof k)
+    return internal_error("parallel: rank 0 sent a control message of " + std::to_string(message.size()) + " bytes (4 at least)");
+  std::memcpy(&k, message.data(), sizeof k);
+  if (k < 1 || k > 4) return internal_error("parallel: rank 0 sent control message kind " + std::to_string(k));
   ControlMessage m;
-  if (header[0] < 1 || header[0] > 4) return internal_error("tensor parallel: rank 0 sent control message kind " + std::to_string(header[0]));
-  m.kind = (ControlKind)header[0];
-  m.payload.resize(header[1]);
-  if (!m.payload.empty()) TS_TRY(g.broadcast(m.payload, 0));
+  m.kind = (ControlKind)k;
+  m.payload.assign(message.begin() + sizeof k, message.end());
   return m;
 }
 

@@ -21,13 +21,6 @@ using namespace tessera::testing;
 
 namespace {
 
-// Open MPI's mpirun; tools/quickstart.sh test installs it (openmpi-bin).
-const Requirement& mpirun_tests() {
-  static const Requirement r =
-      announce({"the mpirun tests", have_mpirun() ? "" : "mpirun is not installed (apt install openmpi-bin)"});
-  return r;
-}
-
 // `timeout 120 mpirun -np N tessera ARGS` (support/mpirun.h).
 CliResult run_mpi(int ranks, const std::vector<std::string>& args) {
   std::vector<std::string> launcher = {"timeout", "120"};

@@ -6,9 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "support/requirements.h"
+
 namespace tessera::testing {
 
 inline bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+// Open MPI's mpirun; tools/quickstart.sh test installs it (openmpi-bin).
+inline const Requirement& mpirun_tests() {
+  static const Requirement r =
+      announce({"the mpirun tests", have_mpirun() ? "" : "mpirun is not installed (apt install openmpi-bin)"});
+  return r;
+}
 
 inline std::vector<std::string> mpirun_launcher(int ranks) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);

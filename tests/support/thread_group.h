@@ -37,14 +37,18 @@ class ThreadWorld {
     m.cv.notify_all();
   }
   size_t take(int from, int to, void* data, size_t bytes) {
+    const std::vector<std::byte> msg = take_message(from, to);
+    // An empty message (a micro-batch with no logit rows) has no data() to copy from.
+    if (!msg.empty()) std::memcpy(data, msg.data(), std::min(bytes, msg.size()));
+    return msg.size();
+  }
+  std::vector<std::byte> take_message(int from, int to) {
     Mailbox& m = mail_[(size_t)(from * n_ + to)];
     std::unique_lock lock(m.mutex);
     m.cv.wait(lock, [&] { return !m.messages.empty(); });
     std::vector<std::byte> msg = std::move(m.messages.front());
     m.messages.pop_front();
-    // An empty message (a micro-batch with no logit rows) has no data() to copy from.
-    if (!msg.empty()) std::memcpy(data, msg.data(), std::min(bytes, msg.size()));
-    return msg.size();
+    return msg;
   }
 
   // Each rank posts `p`; `fn` then runs on every rank with all of them; none returns before all have run it.
@@ -88,6 +92,18 @@ class ThreadGroup final : public HostGroup {
       for (const void* p : posted) out = std::min(out, *static_cast<const int64_t*>(p));
     });
     return out;
+  }
+  // Through the world's mailboxes: a group's world carries no other
+  // point-to-point traffic (a communicator is given a world of its own).
+  Status send_to_all(std::span<const std::byte> message) override {
+    for (int r = 0; r < size(); ++r)
+      if (r != rank_) w_->put(rank_, r, message.data(), message.size());
+    return Status::ok();
+  }
+  Status receive_from(int from, std::vector<std::byte>& message) override {
+    if (from < 0 || from >= size() || from == rank_) return invalid_argument("threads: receive from rank " + std::to_string(from));
+    message = w_->take_message(from, rank_);
+    return Status::ok();
   }
 
  private:
