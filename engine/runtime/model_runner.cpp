@@ -328,6 +328,16 @@ Status ModelRunner::cut_shards() {
     placement_notes_.push_back("--tensor-parallel " + std::to_string(options_.parallel.tensor) + ": " + first_widened +
                                " is held as f32 on each rank: a rank's columns are not whole blocks" +
                                (widened > 1 ? " (and " + std::to_string(widened - 1) + " more weights like it)" : ""));
+  // Nor a table every rank holds whole (graph/passes/tensor_parallel.cpp).
+  for (const graph::Node& n : graph_.nodes) {
+    if (n.op != OpKind::embedding || options_.parallel.tensor < 2) continue;
+    const graph::Value& table = graph_.value(n.inputs[0]);
+    if (table.shard) continue;
+    placement_notes_.push_back("--tensor-parallel " + std::to_string(options_.parallel.tensor) + ": " + table.name + " (" +
+                               std::string(name(table.desc.dtype)) + ", " + std::to_string(table.desc.shape[1]) +
+                               " columns) is whole on each rank: a rank's share of its columns is not whole blocks of " +
+                               std::to_string(traits(table.desc.dtype).block_elems));
+  }
   view->storage = cut;
   weights_ = std::move(view);
   return Status::ok();

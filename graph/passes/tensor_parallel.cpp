@@ -7,8 +7,11 @@
 // their weight's columns), each rank's product a partial sum, and an
 // all_reduce after them gives every rank the whole. The classifier is
 // vocabulary-parallel: each rank scores its range of the vocabulary and an
-// all_gather puts the logits side by side. The embedding, norms and
-// residual stream stay whole on every rank.
+// all_gather puts the logits side by side. The embedding table is split by
+// columns (each rank looks up its share of the model width, and an
+// all_gather joins them: the same floats, exchanged once a step), where a
+// rank's columns are whole blocks of its type; otherwise it stays whole and
+// the runner says so. The norms and the residual stream stay whole.
 //
 // Roles are read from the weights' GGUF names (the graph builder's names
 // for every architecture); a matmul whose weight has no role stays whole.
@@ -78,15 +81,29 @@ Status shard_cols(Graph& g, ValueId id, const PassContext& ctx) {
   return Status::ok();
 }
 
+// The embedding table's columns, where a rank's share of them is whole
+// blocks of the table's type (a table held widened to f32 would outweigh the
+// whole quantized one); false where it stays whole.
+bool shard_table_cols(Graph& g, ValueId id, const PassContext& ctx) {
+  Value& w = g.value(id);
+  if (w.kind != ValueKind::weight || w.shard) return false;
+  const int64_t k = w.desc.shape[1];
+  if (k % ctx.tp_size != 0 || !is_whole_blocks(w.desc.dtype, k / ctx.tp_size)) return false;
+  w.shard = WeightShard{WeightShard::Axis::cols, ctx.tp_rank, ctx.tp_size, {}, "", false};
+  w.desc = TensorDesc::contiguous(w.desc.dtype, Shape{w.desc.shape[0], k / ctx.tp_size});
+  return true;
+}
+
 // The classifier's rows (the vocabulary), as even as integers allow. A tied
-// classifier reads the embedding's table, which stays whole: its range is a
-// weight of its own, cut from the table.
+// classifier reads the embedding's table (whose columns the embedding may
+// have split already): its range is a weight of its own, cut from the table.
 ValueId shard_vocabulary(Graph& g, ValueId id, const PassContext& ctx) {
   Value w = g.value(id);
   const ShardRange r = shard_range(w.desc.shape[0], ctx.tp_size, ctx.tp_rank);
+  const int64_t cols = w.shard ? w.desc.shape[1] * w.shard->world : w.desc.shape[1];
   w.shard = WeightShard{WeightShard::Axis::rows, ctx.tp_rank, ctx.tp_size, {}, w.name == "output.weight" ? "" : w.name, false};
   w.name = "output.weight";
-  w.desc = TensorDesc::contiguous(w.desc.dtype, Shape{r.size(), w.desc.shape[1]});
+  w.desc = TensorDesc::contiguous(w.desc.dtype, Shape{r.size(), cols});
   w.producer = -1;
   return g.add_value(std::move(w));
 }
@@ -152,6 +169,13 @@ Status tensor_parallel(Graph& g, const PassContext& ctx) {
           case Role::none: break;
         }
         break;
+      }
+      case OpKind::embedding: {
+        const int64_t dim = g.value(n.inputs[0]).desc.shape[1];
+        if (!shard_table_cols(g, n.inputs[0], ctx)) break;
+        nodes.push_back(n);
+        add_collective(OpKind::all_gather, AllGatherParams{(int32_t)dim, n_ranks}, n.outputs[0], n.label + ".all_gather");
+        continue;
       }
       case OpKind::bias_add:
         if (g.value(n.inputs[1]).kind == ValueKind::weight && is_qkv_bias(g.value(n.inputs[1]).name))

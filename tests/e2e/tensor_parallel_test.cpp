@@ -17,6 +17,26 @@
 using namespace tessera;
 using namespace tessera::testing;
 
+namespace {
+
+// The bytes of every weight some node of g reads, each once: what the rank holds.
+uint64_t held_weight_bytes(const graph::Graph& g) {
+  std::vector<bool> seen(g.values.size());
+  uint64_t total = 0;
+  for (const auto& n : g.nodes)
+    for (graph::ValueId in : n.inputs)
+      if (in >= 0 && g.value(in).kind == graph::ValueKind::weight && !seen[(size_t)in]) {
+        seen[(size_t)in] = true;
+        total += g.value(in).desc.bytes();
+      }
+  return total;
+}
+
+size_t count_ops(const graph::Graph& g, OpKind op) {
+  return (size_t)std::count_if(g.nodes.begin(), g.nodes.end(), [&](const graph::Node& n) { return n.op == op; });
+}
+
+}  // namespace
 
 TEST_CASE("tensor parallel: every zoo file split over 2 ranks matches llama.cpp's logits within its bound, and gives its exact greedy ids where the whole model does") {
   TwoRanks ranks;
@@ -68,9 +88,14 @@ TEST_CASE("tensor parallel: each rank's graph has its half of the heads, KV and 
   // q4_K's 256-column blocks do not split at 128 columns: attn_output is held widened, and says so.
   CHECK(ir.find("shard=cols 0/2 widened") != std::string::npos);
   CHECK(ir.find("shard=rows 0/2") != std::string::npos);
-  bool noted = false;
-  for (const auto& line : split->impl().runner->placement_notes()) noted |= line.find("held as f32 on each rank") != std::string::npos;
+  bool noted = false, whole_table = false;
+  for (const auto& line : split->impl().runner->placement_notes()) {
+    noted |= line.find("held as f32 on each rank") != std::string::npos;
+    // Its 256-wide table's 128 columns are not whole q4_K blocks either: the embedding stays whole, and says so.
+    whole_table |= line.find("token_embd.weight (q4_K, 256 columns) is whole on each rank") != std::string::npos;
+  }
   CHECK(noted);
+  CHECK(whole_table);
   // Each rank's KV pools hold half the KV heads.
   CHECK(split->impl().kv->pools()[0].block_bytes * 2 == whole->impl().kv->pools()[0].block_bytes);
   // The row-parallel weights in whole blocks and every column-parallel one are half of the whole model's.
@@ -90,4 +115,31 @@ TEST_CASE("tensor parallel: a split the model's shape does not allow is refused 
   REQUIRE_FALSE(st.is_ok());
   CHECK(st.message().find("--tensor-parallel 3 (rank 1): blk.0.") != std::string::npos);
   CHECK(st.message().find("does not divide among 3 ranks") != std::string::npos);
+}
+
+// stories260K (f32, a 64-wide table shared with the classifier): the
+// embedding looks up each rank's 32 columns and an all_gather joins them,
+// the classifier scores each rank's half of the vocabulary from a range cut
+// from the same table, and every other weight but the norms is halved.
+TEST_CASE("tensor parallel: the embedding table is split by columns and all_gathered, so a rank holds about half the weights") {
+  TwoRanks ranks;
+  ModelOptions o;
+  o.path = shared_path("models/stories260K.bin");
+  o.max_context = 64;
+  auto whole = Model::open(o);
+  REQUIRE_MESSAGE(whole.has_value(), whole.status().message());
+  auto split = ranks.open(shared_path("models/stories260K.bin"));
+  const graph::Graph& g = split->impl().runner->graph();
+  CHECK(count_ops(g, OpKind::all_gather) == 2);  // the embedding's and the classifier's
+  const std::string ir = graph::print(g);
+  CHECK(ir.find("{total=64, world=2}") != std::string::npos);
+  CHECK(ir.find("{total=512, world=2}") != std::string::npos);
+  for (const auto& n : g.nodes)
+    if (n.op == OpKind::embedding) CHECK(g.value(n.inputs[0]).desc.shape[1] == 32);
+  for (const auto& line : split->impl().runner->placement_notes()) CHECK(line.find("whole on each rank") == std::string::npos);
+  // Whole: the table once (tied) and the layers. Split: half of the table's
+  // columns, half its rows for the classifier, half of every layer's matmuls.
+  const uint64_t whole_bytes = held_weight_bytes((*whole)->impl().runner->graph()), split_bytes = held_weight_bytes(g);
+  MESSAGE("weights held: whole " << whole_bytes << " B, a rank of 2 " << split_bytes << " B");
+  CHECK(split_bytes < whole_bytes * 6 / 10);
 }
