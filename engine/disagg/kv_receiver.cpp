@@ -110,12 +110,12 @@ void KvReceiver::on_message(uint64_t tag, std::span<const std::byte> bytes) {
       if (it == transfers_.end() || !it->second.begun || !it->second.error.empty()) break;
       Transfer& t = it->second;
       t.touched = Clock::now();
-      CommitMessage c;
-      if (bytes.size() != sizeof c) {
-        t.error = "kv transfer: a commit message of " + std::to_string(bytes.size()) + " bytes";
+      Expected<CommitMessage> commit = decode_commit(bytes);
+      if (!commit) {
+        t.error = commit.status().message();
         break;
       }
-      std::memcpy(&c, bytes.data(), sizeof c);
+      CommitMessage& c = *commit;
       // Every block of every pool at least once (a re-sent partial block counts again).
       if (t.blocks_received < (int64_t)t.import.payload.n_blocks * (int64_t)shape_.pool_block_bytes.size()) {
         t.error = "kv transfer: committed with " + std::to_string(t.blocks_received) + " of " +
@@ -124,6 +124,7 @@ void KvReceiver::on_message(uint64_t tag, std::span<const std::byte> bytes) {
       }
       t.import.first_token = c.first_token;
       t.import.rng_state = c.rng_state;
+      if (c.logprob) t.import.first_logprobs = FirstLogprobs{*c.logprob, std::move(c.top_logprobs)};
       t.committed = true;
       break;
     }

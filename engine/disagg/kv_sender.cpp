@@ -146,9 +146,14 @@ Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& deco
   CommitMessage c;
   c.first_token = r->first_sampled.load();
   c.rng_state = r->rng_after_first.load();
+  if (r->first_logprobs) {
+    c.logprob = r->first_logprobs->chosen;
+    c.top_logprobs = r->first_logprobs->top;
+  }
   // The commit, then a flush: the prefill answers only once the decode
   // worker has every byte (nothing here progresses the wire after this).
-  Status st = transport_->send(ep, wire_tag(transfer_id, WireKind::commit), std::as_bytes(std::span(&c, 1)));
+  const std::vector<std::byte> commit = encode_commit(c);
+  Status st = transport_->send(ep, wire_tag(transfer_id, WireKind::commit), commit);
   if (st.is_ok()) st = transport_->flush(ep);
   if (!st.is_ok()) {
     drop_endpoint(decode);

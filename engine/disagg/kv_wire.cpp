@@ -1,5 +1,6 @@
 #include "engine/disagg/kv_wire.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tessera::disagg {
@@ -15,6 +16,13 @@ struct BeginFixed {
   int32_t dtype = 0;
   int32_t prompt_tokens = 0;
   int32_t reserved = 0;
+};
+
+struct CommitFixed {
+  int32_t first_token = -1;
+  int32_t n_top = -1;  // -1: no logprobs; else how many (token, logprob) pairs follow
+  uint64_t rng_state = 0;
+  TokenLogprob logprob{};
 };
 
 }  // namespace
@@ -50,6 +58,39 @@ Expected<BeginMessage> decode_begin(std::span<const std::byte> bytes) {
   std::memcpy(m.shape.pool_block_bytes.data(), bytes.data() + sizeof f, f.n_pools * sizeof(uint64_t));
   m.prompt.resize((size_t)f.prompt_tokens);
   std::memcpy(m.prompt.data(), bytes.data() + sizeof f + f.n_pools * sizeof(uint64_t), m.prompt.size() * sizeof(int32_t));
+  return m;
+}
+
+std::vector<std::byte> encode_commit(const CommitMessage& m) {
+  CommitFixed f;
+  f.first_token = m.first_token;
+  f.rng_state = m.rng_state;
+  if (m.logprob) {
+    f.n_top = (int32_t)m.top_logprobs.size();
+    f.logprob = *m.logprob;
+  }
+  const size_t n_top = m.logprob ? m.top_logprobs.size() : 0;
+  std::vector<std::byte> out(sizeof f + n_top * sizeof(TokenLogprob));
+  std::memcpy(out.data(), &f, sizeof f);
+  if (n_top) std::memcpy(out.data() + sizeof f, m.top_logprobs.data(), n_top * sizeof(TokenLogprob));
+  return out;
+}
+
+Expected<CommitMessage> decode_commit(std::span<const std::byte> bytes) {
+  CommitFixed f;
+  if (bytes.size() < sizeof f) return invalid_argument("kv transfer: a commit message of " + std::to_string(bytes.size()) + " bytes");
+  std::memcpy(&f, bytes.data(), sizeof f);
+  const uint64_t want = sizeof f + (uint64_t)std::max(f.n_top, 0) * sizeof(TokenLogprob);
+  if (f.n_top < -1 || bytes.size() != want)
+    return invalid_argument("kv transfer: a commit message of " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want));
+  CommitMessage m;
+  m.first_token = f.first_token;
+  m.rng_state = f.rng_state;
+  if (f.n_top >= 0) {
+    m.logprob = f.logprob;
+    m.top_logprobs.resize((size_t)f.n_top);
+    if (f.n_top) std::memcpy(m.top_logprobs.data(), bytes.data() + sizeof f, (size_t)f.n_top * sizeof(TokenLogprob));
+  }
   return m;
 }
 

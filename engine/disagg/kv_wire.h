@@ -5,16 +5,19 @@
 //           the payload and check it is the prompt its own request holds;
 //   blocks  one pool's blocks of one prompt chunk, sent as each chunk's step
 //           finishes (pool after pool: every layer's K, then V);
-//   commit  the first sampled token and the sampler's draw stream after it;
+//   commit  the first sampled token, the sampler's draw stream after it and
+//           the token's logprobs when the request asks for them;
 //   abort   the prefill failed (the message says why).
 // Every field is little-endian on the hosts we run; both sides are this build.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "engine/disagg/kv_blocks.h"
+#include "tessera/sampling.h"
 
 namespace tessera::disagg {
 
@@ -41,10 +44,16 @@ struct BlocksHeader {
   int32_t reserved = 0;
 };
 
+// commit: the first token, the draw stream after it and, when the request
+// asks for logprobs, the token's and its alternatives' (a fixed part, then
+// the alternatives as (token, logprob) pairs).
 struct CommitMessage {
   int32_t first_token = -1;
-  int32_t reserved = 0;
   uint64_t rng_state = 0;
+  std::optional<TokenLogprob> logprob;
+  std::vector<TokenLogprob> top_logprobs;  // only with logprob
 };
+std::vector<std::byte> encode_commit(const CommitMessage& m);
+Expected<CommitMessage> decode_commit(std::span<const std::byte> bytes);
 
 }  // namespace tessera::disagg

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "engine/disagg/kv_blocks.h"
@@ -40,10 +41,17 @@ using KvExportFn = std::function<Status(const KvChunk&)>;
 
 // Disaggregation, the decode side: a prompt another worker computed, and the
 // token it sampled after it, with the sampler's draw stream as it left it.
+// The first token's log-probabilities come with it when the request asks for
+// logprobs: computed where it was sampled, from logits the decode side never sees.
+struct FirstLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;
+};
 struct KvImport {
   disagg::KvPayload payload;
   int32_t first_token = -1;
   uint64_t rng_state = 0;
+  std::optional<FirstLogprobs> first_logprobs;
 };
 
 using TokenCallback = std::function<void(const TokenOutput&)>;
@@ -87,6 +95,9 @@ class RequestState {
   // draw stream after it; read once the request is done.
   std::atomic<int32_t> first_sampled{-1};
   std::atomic<uint64_t> rng_after_first{0};
+  // Its log-probabilities when the request asks for logprobs: written on the
+  // engine thread before the request finishes, read after wait().
+  std::optional<FirstLogprobs> first_logprobs;
   // Adds the event to the result (and the stream, or calls back).
   void emit(TokenOutput&& ev);
   // Ends sequence `index` (an event with token -1 unless it already went

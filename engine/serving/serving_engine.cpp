@@ -161,6 +161,16 @@ Expected<std::shared_ptr<RequestState>> ServingEngine::submit_imported(Request r
   if (import.first_token < 0 || import.first_token >= vocab)
     return out_of_range("kv transfer: first token " + std::to_string(import.first_token) + " is outside the vocabulary [0, " +
                         std::to_string(vocab) + ")");
+  // A stop token goes out without logprobs (it is not part of the text); any other carries them when asked.
+  const bool stop = std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(), import.first_token) !=
+                        request.stop_token_ids.end() || (!request.ignore_eos && import.first_token == eos_);
+  if (request.logprobs >= 0 && !stop && !import.first_logprobs)
+    return invalid_argument("kv transfer: the prefill worker sent the first token without the logprobs this request asks for");
+  if (import.first_logprobs && (import.first_logprobs->chosen.token != import.first_token ||
+                                (int32_t)import.first_logprobs->top.size() > std::max(request.logprobs, 0)))
+    return invalid_argument("kv transfer: the first token's logprobs are for token " + std::to_string(import.first_logprobs->chosen.token) +
+                            " with " + std::to_string(import.first_logprobs->top.size()) + " alternatives; expected token " +
+                            std::to_string(import.first_token) + " with at most " + std::to_string(std::max(request.logprobs, 0)));
   auto r = std::make_shared<RequestState>(0, std::move(request), delivery, std::move(callback));
   r->kv_import = std::make_unique<KvImport>(std::move(import));
   return enqueue(std::move(r));
@@ -289,6 +299,7 @@ bool ServingEngine::start_imported(const std::shared_ptr<RequestState>& r) {
   for (size_t p = 0; st.is_ok() && p < runner_.kv->pools().size(); ++p)
     st = disagg::write_pool_blocks(*runner_.runner, *runner_.kv, p, table, payload.blocks(p, 0, payload.n_blocks));
   const int32_t first = r->kv_import->first_token;
+  const std::optional<FirstLogprobs> first_logprobs = std::move(r->kv_import->first_logprobs);
   r->kv_import.reset();
   r->seqs.push_back(std::move(s));
   Sequence& seq = *r->seqs.back();
@@ -304,7 +315,7 @@ bool ServingEngine::start_imported(const std::shared_ptr<RequestState>& r) {
   scheduler_->add_running(&seq);
   // The first token as if sampled here: stop tokens, stop strings and
   // max_tokens apply to it as to any other.
-  append_token(seq, first, {});
+  append_token(seq, first, {}, first_logprobs ? &*first_logprobs : nullptr);
   ++decode_passes_;
   return true;
 }
@@ -428,7 +439,7 @@ void ServingEngine::fork_children(Sequence& parent) {
   parent.forks_pending = 0;
 }
 
-void ServingEngine::append_token(Sequence& s, int32_t token, std::span<const float> logits) {
+void ServingEngine::append_token(Sequence& s, int32_t token, std::span<const float> logits, const FirstLogprobs* given) {
   const Request& q = s.request->request();
   TokenOutput ev;
   ev.index = s.index;
@@ -442,6 +453,12 @@ void ServingEngine::append_token(Sequence& s, int32_t token, std::span<const flo
     s.sampler.accept(token);
     ev.token = token;
     if (q.logprobs >= 0 && !logits.empty()) compute_logprobs(logits, token, q.logprobs, &ev.logprob, &ev.top_logprobs);
+    if (q.logprobs >= 0 && given) {
+      ev.logprob = given->chosen;
+      ev.top_logprobs = given->top;
+    }
+    if (q.logprobs >= 0 && s.request->kv_export && s.generated() == 1)  // what the decode worker emits with it
+      s.request->first_logprobs = FirstLogprobs{ev.logprob, ev.top_logprobs};
     if (s.text) {
       SequenceText::Delta d = s.text->push(token);
       ev.text = std::move(d.text);

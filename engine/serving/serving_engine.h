@@ -122,7 +122,8 @@ class ServingEngine {
   void verify_proposal(const ScheduledSeq& e, const StepResult& result, size_t first_row);
   void sample_rows(const ScheduledSeq& e, const StepResult& result, size_t row);
   void sample_row(Sequence& s, std::span<const float> logits, int32_t device_token);
-  void append_token(Sequence& s, int32_t token, std::span<const float> logits);
+  // `given`: the first token's logprobs from the prefill worker (an import has no logits).
+  void append_token(Sequence& s, int32_t token, std::span<const float> logits, const FirstLogprobs* given = nullptr);
   void fork_children(Sequence& parent);
   void finish_sequence(Sequence& s, FinishReason reason, std::string error = {});
   void fail_all(const Status& st);

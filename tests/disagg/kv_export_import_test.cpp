@@ -266,3 +266,50 @@ TEST_CASE("disagg: a sampled request continues the prefill's draw stream, penalt
   require_no_leak(*a.engine);
   require_no_leak(*b.engine);
 }
+
+// Logprobs across the split: the first token's come from the prefill engine
+// (the decode engine never sees the logits it was sampled from), the rest
+// from the decode engine; together they are what one engine gives the whole
+// request. A commit without them, for a request that asks, is refused.
+TEST_CASE("disagg: logprobs cross the split: the first token's from the prefill, the rest from the decode, equal to one engine's") {
+  TestEngine a = open_test_engine(setup("models/stories260K.bin", "f32", 7));
+  TestEngine b = open_test_engine(setup("models/stories260K.bin", "f32", 64));
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 40, nullptr);
+  for (int32_t top : {0, 3}) {
+    CAPTURE(top);
+    Request q = cases[1].request;
+    q.logprobs = top;
+    auto whole = a->submit(q);
+    REQUIRE(whole.has_value());
+    const SequenceResult want = (*whole)->wait().sequences[0];
+    REQUIRE(want.logprobs.size() == want.tokens.size());
+    Prefilled p = prefill(*a.engine, q);
+    REQUIRE(p.import.first_logprobs.has_value());
+    auto h = b->submit_imported(q, std::move(p.import));
+    REQUIRE_MESSAGE(h.has_value(), h.status().message());
+    const SequenceResult got = (*h)->wait().sequences[0];
+    REQUIRE(join_ids(got.tokens) == join_ids(want.tokens));
+    REQUIRE(got.logprobs.size() == want.logprobs.size());
+    REQUIRE(got.top_logprobs.size() == want.top_logprobs.size());
+    for (size_t t = 0; t < want.logprobs.size(); ++t) {
+      CAPTURE(t);
+      CHECK(got.logprobs[t].token == want.logprobs[t].token);
+      CHECK(std::fabs(got.logprobs[t].logprob - want.logprobs[t].logprob) <= 1e-4f);
+      REQUIRE(got.top_logprobs[t].size() == (size_t)top);
+      for (int32_t k = 0; k < top; ++k) {
+        CHECK(got.top_logprobs[t][(size_t)k].token == want.top_logprobs[t][(size_t)k].token);
+        CHECK(std::fabs(got.top_logprobs[t][(size_t)k].logprob - want.top_logprobs[t][(size_t)k].logprob) <= 1e-4f);
+      }
+    }
+  }
+  // Asked for, not sent: one line, nothing queued.
+  Request q = cases[1].request;
+  q.logprobs = 2;
+  Prefilled p = prefill(*a.engine, cases[1].request);
+  CHECK_FALSE(p.import.first_logprobs.has_value());
+  auto h = b->submit_imported(q, std::move(p.import));
+  REQUIRE_FALSE(h.has_value());
+  CHECK(h.status().message().find("without the logprobs this request asks for") != std::string::npos);
+  require_no_leak(*a.engine);
+  require_no_leak(*b.engine);
+}

@@ -10,6 +10,7 @@
 #include "disagg/ucx_requirement.h"
 #include "engine/disagg/kv_receiver.h"
 #include "engine/disagg/kv_sender.h"
+#include "engine/disagg/kv_wire.h"
 #include "engine/engine_fixture.h"
 
 using namespace tessera;
@@ -153,4 +154,69 @@ TEST_CASE("disagg: a prefill that queues longer than the receiver keeps a silent
   (*blocker)->wait();
   require_idle_and_empty(*a.engine);
   require_idle_and_empty(*b.engine);
+}
+
+// The commit carries the first token's logprobs over the wire; the request
+// decoded on the other side reports what one engine reports for it.
+TEST_CASE("disagg: over UCX a request with logprobs gets one engine's logprobs, the first token's carried in the commit" * needs(ucx_build())) {
+  TestEngine a = open_test_engine(setup(7));
+  TestEngine b = open_test_engine(setup(64));
+  auto receiver = KvReceiver::create(*b.engine, {.host = "127.0.0.1", .port = 0, .ucx = {.timeout_ms = 5000}});
+  REQUIRE_MESSAGE(receiver.has_value(), receiver.status().message());
+  auto sender = KvSender::create(*a.engine, {.timeout_ms = 5000});
+  REQUIRE(sender.has_value());
+  Request q = reference_cases("reference/stories260K.greedy.txt", 30, nullptr).at(2).request;
+  q.logprobs = 4;
+  auto whole = a->submit(q);
+  REQUIRE(whole.has_value());
+  const SequenceResult want = (*whole)->wait().sequences[0];
+  SequenceResult got;
+  std::thread decoder([&] {
+    auto h = (*receiver)->submit(q, 7, Delivery::result, {});
+    if (!h) got.error = h.status().message();
+    else got = (*h)->wait().sequences[0];
+  });
+  auto o = (*sender)->prefill(q, {"127.0.0.1", (*receiver)->port()}, 7);
+  REQUIRE_MESSAGE(o.has_value(), o.status().message());
+  decoder.join();
+  REQUIRE(got.error == "");
+  CHECK(join_ids(got.tokens) == join_ids(want.tokens));
+  REQUIRE(got.top_logprobs.size() == want.top_logprobs.size());
+  for (size_t t = 0; t < want.logprobs.size(); ++t) {
+    CAPTURE(t);
+    CHECK(got.logprobs[t].token == want.logprobs[t].token);
+    CHECK(std::fabs(got.logprobs[t].logprob - want.logprobs[t].logprob) <= 1e-4f);
+    REQUIRE(got.top_logprobs[t].size() == 4);
+    for (size_t k = 0; k < 4; ++k) CHECK(got.top_logprobs[t][k].token == want.top_logprobs[t][k].token);
+  }
+  require_idle_and_empty(*a.engine);
+  require_idle_and_empty(*b.engine);
+}
+
+TEST_CASE("disagg: a commit message round-trips with and without logprobs, and a cut or padded one is refused in one line") {
+  CommitMessage c;
+  c.first_token = 42;
+  c.rng_state = 0x1234567890abcdefull;
+  auto plain = decode_commit(encode_commit(c));
+  REQUIRE(plain.has_value());
+  CHECK(plain->first_token == 42);
+  CHECK(plain->rng_state == c.rng_state);
+  CHECK_FALSE(plain->logprob.has_value());
+  c.logprob = TokenLogprob{42, -0.25f};
+  c.top_logprobs = {{42, -0.25f}, {7, -1.5f}, {9, -3.0f}};
+  std::vector<std::byte> bytes = encode_commit(c);
+  auto with = decode_commit(bytes);
+  REQUIRE(with.has_value());
+  REQUIRE(with->logprob.has_value());
+  CHECK(with->logprob->logprob == -0.25f);
+  REQUIRE(with->top_logprobs.size() == 3);
+  CHECK(with->top_logprobs[1].token == 7);
+  CHECK(with->top_logprobs[2].logprob == -3.0f);
+  for (size_t cut : {size_t{0}, size_t{5}, bytes.size() - 1}) {
+    auto bad = decode_commit(std::span(bytes).first(cut));
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.status().message().starts_with("kv transfer: a commit message of " + std::to_string(cut) + " bytes"));
+  }
+  bytes.push_back(std::byte{0});
+  CHECK_FALSE(decode_commit(bytes).has_value());
 }

@@ -44,6 +44,7 @@ inline Prefilled prefill(ServingEngine& e, const Request& q, int fail_at = 0, st
   (*h)->wait();
   out.import.first_token = (*h)->first_sampled.load();
   out.import.rng_state = (*h)->rng_after_first.load();
+  out.import.first_logprobs = (*h)->first_logprobs;
   return out;
 }
 

@@ -79,6 +79,25 @@ Completion complete(httplib::Client& c, const json& body) {
   return out;
 }
 
+// A completion's choices[0].logprobs (tokens, token_logprobs, top_logprobs),
+// the stream's chunks joined.
+json completion_logprobs(httplib::Client& c, const json& body) {
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  REQUIRE(r);
+  REQUIRE_MESSAGE(r->status == 200, r->body);
+  if (!body.value("stream", false)) return json::parse(r->body)["choices"][0]["logprobs"];
+  json out = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()}};
+  for (const std::string& ev : sse_payloads(r->body)) {
+    if (ev == "[DONE]") break;
+    const json j = json::parse(ev);
+    const json& lp = j["choices"][0]["logprobs"];
+    if (!lp.is_object()) continue;
+    for (const char* k : {"tokens", "token_logprobs", "top_logprobs"})
+      for (const auto& v : lp[k]) out[k].push_back(v);
+  }
+  return out;
+}
+
 // Every body posted to `router` at once, each from its own client thread; got[i] its answer once joined.
 std::vector<std::thread> post_all(const ServerProcess& router, const std::vector<json>& bodies, std::vector<Completion>& got) {
   std::vector<std::thread> clients;
@@ -158,6 +177,27 @@ TEST_CASE("disagg serve: 1 prefill + 1 decode behind a router give run.c's ids a
     const auto prompt = parse_ids(cases[i].prompt_ids);
     CHECK(got[i].error == "");
     CHECK(got[i].ids == std::vector<int32_t>(cases[i].full_ids.begin() + (long)prompt.size(), cases[i].full_ids.end()));
+  }
+  // Logprobs cross the split (the first token's from the prefill worker, in
+  // the KV transfer's commit): the router's answer carries the colocated
+  // server's, streamed or not.
+  for (bool stream : {false, true}) {
+    CAPTURE(stream);
+    json body = request_body(parse_ids(cases[0].prompt_ids), 12, stream);
+    body["logprobs"] = 3;
+    const json d = completion_logprobs(rc, body), c = completion_logprobs(cc, body);
+    REQUIRE(d["token_logprobs"].size() == 12);
+    REQUIRE(c["token_logprobs"].size() == 12);
+    for (size_t t = 0; t < 12; ++t) {
+      CAPTURE(t);
+      CHECK(std::fabs(d["token_logprobs"][t].get<double>() - c["token_logprobs"][t].get<double>()) <= 1e-4);
+      REQUIRE(d["top_logprobs"][t].size() == 3);
+      for (const auto& [token, lp] : c["top_logprobs"][t].items()) {
+        REQUIRE(d["top_logprobs"][t].contains(token));
+        CHECK(std::fabs(d["top_logprobs"][t][token].get<double>() - lp.get<double>()) <= 1e-4);
+      }
+    }
+    CHECK(d["tokens"] == c["tokens"]);
   }
   require_no_blocks_held(prefill);
   require_no_blocks_held(decode);

@@ -226,7 +226,6 @@ std::variant<std::unique_ptr<Generation>, HttpError> Generation::start(ServerCon
     if (s.prompts.size() != 1)
       return HttpError{400, "'prompt': a disaggregated request holds one prompt", "invalid_request_error", "prompt"};
     if (base.n != 1) return HttpError{400, "'n': a disaggregated request samples one sequence", "invalid_request_error", "n"};
-    if (base.logprobs >= 0) return HttpError{400, "'logprobs': not carried between prefill and decode workers", "invalid_request_error", "logprobs"};
     if (opt.role == "prefill" && kv->decode.empty())
       return HttpError{400, "'kv_transfer.decode': a prefill worker needs the decode worker's HOST:PORT", "invalid_request_error", "kv_transfer"};
     if (opt.role == "prefill" ? !ctx.kv_sender.load() : !ctx.kv_receiver.load())
