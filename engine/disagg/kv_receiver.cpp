@@ -122,9 +122,7 @@ void KvReceiver::on_message(uint64_t tag, std::span<const std::byte> bytes) {
                   std::to_string((int64_t)t.import.payload.n_blocks * (int64_t)shape_.pool_block_bytes.size()) + " blocks";
         break;
       }
-      t.import.first_token = c.first_token;
-      t.import.rng_state = c.rng_state;
-      if (c.logprob) t.import.first_logprobs = FirstLogprobs{*c.logprob, std::move(c.top_logprobs)};
+      t.import.first = std::move(c.first);
       t.committed = true;
       break;
     }

@@ -144,12 +144,7 @@ Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& deco
   }
   if (!begun) return internal_error("kv transfer: the prefill finished without handing over a block");
   CommitMessage c;
-  c.first_token = r->first_sampled.load();
-  c.rng_state = r->rng_after_first.load();
-  if (r->first_logprobs) {
-    c.logprob = r->first_logprobs->chosen;
-    c.top_logprobs = r->first_logprobs->top;
-  }
+  c.first = r->first_sampled;
   // The commit, then a flush: the prefill answers only once the decode
   // worker has every byte (nothing here progresses the wire after this).
   const std::vector<std::byte> commit = encode_commit(c);
@@ -159,7 +154,7 @@ Expected<PrefillOutcome> KvSender::prefill(Request request, const HostPort& deco
     drop_endpoint(decode);
     return st.with_context("kv transfer to " + decode.to_string());
   }
-  out.first_token = c.first_token;
+  out.first_token = c.first.at(0).token;
   out.ttft_ms = ttft_ms;
   out.request = r;
   return out;

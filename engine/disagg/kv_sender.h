@@ -20,7 +20,7 @@ namespace tessera::disagg {
 
 // What the prefill computed: the token the decode worker continues from.
 struct PrefillOutcome {
-  int32_t first_token = -1;
+  int32_t first_token = -1;  // sequence 0's
   int64_t bytes_sent = 0;
   int32_t messages = 0;
   double ttft_ms = 0;  // the request's first token, here

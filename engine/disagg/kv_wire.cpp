@@ -18,6 +18,10 @@ struct BeginFixed {
   int32_t reserved = 0;
 };
 
+struct CommitHeader {
+  int32_t n_seqs = 0;
+  int32_t reserved = 0;
+};
 struct CommitFixed {
   int32_t first_token = -1;
   int32_t n_top = -1;  // -1: no logprobs; else how many (token, logprob) pairs follow
@@ -62,35 +66,57 @@ Expected<BeginMessage> decode_begin(std::span<const std::byte> bytes) {
 }
 
 std::vector<std::byte> encode_commit(const CommitMessage& m) {
-  CommitFixed f;
-  f.first_token = m.first_token;
-  f.rng_state = m.rng_state;
-  if (m.logprob) {
-    f.n_top = (int32_t)m.top_logprobs.size();
-    f.logprob = *m.logprob;
+  size_t bytes = sizeof(CommitHeader);
+  for (const FirstToken& f : m.first) bytes += sizeof(CommitFixed) + (f.logprobs ? f.logprobs->top.size() : 0) * sizeof(TokenLogprob);
+  std::vector<std::byte> out(bytes);
+  std::byte* p = out.data();
+  const CommitHeader h{(int32_t)m.first.size(), 0};
+  std::memcpy(p, &h, sizeof h);
+  p += sizeof h;
+  for (const FirstToken& f : m.first) {
+    CommitFixed c;
+    c.first_token = f.token;
+    c.rng_state = f.rng_state;
+    if (f.logprobs) {
+      c.n_top = (int32_t)f.logprobs->top.size();
+      c.logprob = f.logprobs->chosen;
+    }
+    std::memcpy(p, &c, sizeof c);
+    p += sizeof c;
+    if (c.n_top > 0) std::memcpy(p, f.logprobs->top.data(), (size_t)c.n_top * sizeof(TokenLogprob));
+    p += (size_t)std::max(c.n_top, 0) * sizeof(TokenLogprob);
   }
-  const size_t n_top = m.logprob ? m.top_logprobs.size() : 0;
-  std::vector<std::byte> out(sizeof f + n_top * sizeof(TokenLogprob));
-  std::memcpy(out.data(), &f, sizeof f);
-  if (n_top) std::memcpy(out.data() + sizeof f, m.top_logprobs.data(), n_top * sizeof(TokenLogprob));
   return out;
 }
 
 Expected<CommitMessage> decode_commit(std::span<const std::byte> bytes) {
-  CommitFixed f;
-  if (bytes.size() < sizeof f) return invalid_argument("kv transfer: a commit message of " + std::to_string(bytes.size()) + " bytes");
-  std::memcpy(&f, bytes.data(), sizeof f);
-  const uint64_t want = sizeof f + (uint64_t)std::max(f.n_top, 0) * sizeof(TokenLogprob);
-  if (f.n_top < -1 || bytes.size() != want)
-    return invalid_argument("kv transfer: a commit message of " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want));
+  auto malformed = [&](const std::string& why) {
+    return invalid_argument("kv transfer: a commit message of " + std::to_string(bytes.size()) + " bytes: " + why);
+  };
+  CommitHeader h;
+  if (bytes.size() < sizeof h) return malformed("shorter than its header");
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (h.n_seqs < 1 || (uint64_t)h.n_seqs > (bytes.size() - sizeof h) / sizeof(CommitFixed))
+    return malformed("it says " + std::to_string(h.n_seqs) + " sequences");
   CommitMessage m;
-  m.first_token = f.first_token;
-  m.rng_state = f.rng_state;
-  if (f.n_top >= 0) {
-    m.logprob = f.logprob;
-    m.top_logprobs.resize((size_t)f.n_top);
-    if (f.n_top) std::memcpy(m.top_logprobs.data(), bytes.data() + sizeof f, (size_t)f.n_top * sizeof(TokenLogprob));
+  size_t at = sizeof h;
+  for (int32_t i = 0; i < h.n_seqs; ++i) {
+    CommitFixed c;
+    if (bytes.size() - at < sizeof c) return malformed("sequence " + std::to_string(i) + " is cut short");
+    std::memcpy(&c, bytes.data() + at, sizeof c);
+    at += sizeof c;
+    if (c.n_top < -1 || (uint64_t)std::max(c.n_top, 0) > (bytes.size() - at) / sizeof(TokenLogprob))
+      return malformed("sequence " + std::to_string(i) + " says " + std::to_string(c.n_top) + " alternatives");
+    FirstToken& f = m.first.emplace_back();
+    f.token = c.first_token;
+    f.rng_state = c.rng_state;
+    if (c.n_top >= 0) {
+      f.logprobs = FirstLogprobs{c.logprob, std::vector<TokenLogprob>((size_t)c.n_top)};
+      if (c.n_top) std::memcpy(f.logprobs->top.data(), bytes.data() + at, (size_t)c.n_top * sizeof(TokenLogprob));
+      at += (size_t)c.n_top * sizeof(TokenLogprob);
+    }
   }
+  if (at != bytes.size()) return malformed(std::to_string(bytes.size() - at) + " bytes past its last sequence");
   return m;
 }
 

@@ -44,14 +44,25 @@ struct BlocksHeader {
   int32_t reserved = 0;
 };
 
-// commit: the first token, the draw stream after it and, when the request
-// asks for logprobs, the token's and its alternatives' (a fixed part, then
-// the alternatives as (token, logprob) pairs).
-struct CommitMessage {
-  int32_t first_token = -1;
+// The token a prefill worker sampled after the prompt for one of the
+// request's n sequences (a stop token included), the sampler's draw stream
+// after it, and, when the request asks for logprobs, the token's and its
+// alternatives' (computed from logits the decode worker never sees).
+struct FirstLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;
+};
+struct FirstToken {
+  int32_t token = -1;
   uint64_t rng_state = 0;
-  std::optional<TokenLogprob> logprob;
-  std::vector<TokenLogprob> top_logprobs;  // only with logprob
+  std::optional<FirstLogprobs> logprobs;
+};
+
+// commit: each sequence's first token, in index order (on the wire: their
+// count, then per sequence a fixed part and its alternatives as (token,
+// logprob) pairs).
+struct CommitMessage {
+  std::vector<FirstToken> first;
 };
 std::vector<std::byte> encode_commit(const CommitMessage& m);
 Expected<CommitMessage> decode_commit(std::span<const std::byte> bytes);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/disagg/kv_blocks.h"
+#include "engine/disagg/kv_wire.h"
 #include "engine/serving/sequence.h"
 #include "tessera/serving.h"
 
@@ -41,17 +42,9 @@ using KvExportFn = std::function<Status(const KvChunk&)>;
 
 // Disaggregation, the decode side: a prompt another worker computed, and the
 // token it sampled after it, with the sampler's draw stream as it left it.
-// The first token's log-probabilities come with it when the request asks for
-// logprobs: computed where it was sampled, from logits the decode side never sees.
-struct FirstLogprobs {
-  TokenLogprob chosen;
-  std::vector<TokenLogprob> top;
-};
 struct KvImport {
   disagg::KvPayload payload;
-  int32_t first_token = -1;
-  uint64_t rng_state = 0;
-  std::optional<FirstLogprobs> first_logprobs;
+  std::vector<disagg::FirstToken> first;  // one per sequence of the request (n), in index order
 };
 
 using TokenCallback = std::function<void(const TokenOutput&)>;
@@ -91,13 +84,9 @@ class RequestState {
   KvExportFn kv_export;                  // prefill side: each chunk's blocks
   int32_t kv_exported_tokens = 0;        // positions handed to kv_export so far
   std::unique_ptr<KvImport> kv_import;   // decode side: the prompt's K/V, dropped once in the pools
-  // Prefill side: the first token sampled (a stop token included) and the
-  // draw stream after it; read once the request is done.
-  std::atomic<int32_t> first_sampled{-1};
-  std::atomic<uint64_t> rng_after_first{0};
-  // Its log-probabilities when the request asks for logprobs: written on the
-  // engine thread before the request finishes, read after wait().
-  std::optional<FirstLogprobs> first_logprobs;
+  // Prefill side: each sequence's first token (submit_prefill sizes it n),
+  // written on the engine thread before the request finishes, read after wait().
+  std::vector<disagg::FirstToken> first_sampled;
   // Adds the event to the result (and the stream, or calls back).
   void emit(TokenOutput&& ev);
   // Ends sequence `index` (an event with token -1 unless it already went

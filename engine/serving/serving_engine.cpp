@@ -139,17 +139,16 @@ Expected<std::shared_ptr<RequestState>> ServingEngine::enqueue(std::shared_ptr<R
 Expected<std::shared_ptr<RequestState>> ServingEngine::submit_prefill(Request request, KvExportFn on_chunk, Delivery delivery,
                                                                       TokenCallback callback) {
   TS_TRY(validate(request));
-  if (request.n != 1) return invalid_argument("n: a disaggregated request samples one sequence, got " + std::to_string(request.n));
   if (!on_chunk) return invalid_argument("submit_prefill: no chunk hook");
   auto r = std::make_shared<RequestState>(0, std::move(request), delivery, std::move(callback));
   r->kv_export = std::move(on_chunk);
+  r->first_sampled.resize((size_t)r->request().n);
   return enqueue(std::move(r));
 }
 
 Expected<std::shared_ptr<RequestState>> ServingEngine::submit_imported(Request request, KvImport import, Delivery delivery,
                                                                        TokenCallback callback) {
   TS_TRY(validate(request));
-  if (request.n != 1) return invalid_argument("n: a disaggregated request samples one sequence, got " + std::to_string(request.n));
   TS_TRY(disagg::check_same_shape(disagg::kv_shape(*runner_.kv), import.payload.shape));
   if (import.payload.tokens != (int32_t)request.prompt.size())
     return invalid_argument("kv transfer: the K/V of " + std::to_string(import.payload.tokens) + " positions for a prompt of " +
@@ -157,20 +156,23 @@ Expected<std::shared_ptr<RequestState>> ServingEngine::submit_imported(Request r
   const uint64_t want = (uint64_t)import.payload.n_blocks * import.payload.shape.block_bytes_all_pools();
   if (import.payload.bytes.size() != want)
     return invalid_argument("kv transfer: " + std::to_string(import.payload.bytes.size()) + " bytes of K/V, expected " + std::to_string(want));
+  if (import.first.size() != (size_t)request.n)
+    return invalid_argument("kv transfer: first tokens for " + std::to_string(import.first.size()) + " sequences; the request's n is " +
+                            std::to_string(request.n));
   const int32_t vocab = runner_.runner->config().vocab_size;
-  if (import.first_token < 0 || import.first_token >= vocab)
-    return out_of_range("kv transfer: first token " + std::to_string(import.first_token) + " is outside the vocabulary [0, " +
-                        std::to_string(vocab) + ")");
-  // A stop token goes out without logprobs (it is not part of the text); any other carries them when asked.
-  const bool stop = std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(), import.first_token) !=
-                        request.stop_token_ids.end() || (!request.ignore_eos && import.first_token == eos_);
-  if (request.logprobs >= 0 && !stop && !import.first_logprobs)
-    return invalid_argument("kv transfer: the prefill worker sent the first token without the logprobs this request asks for");
-  if (import.first_logprobs && (import.first_logprobs->chosen.token != import.first_token ||
-                                (int32_t)import.first_logprobs->top.size() > std::max(request.logprobs, 0)))
-    return invalid_argument("kv transfer: the first token's logprobs are for token " + std::to_string(import.first_logprobs->chosen.token) +
-                            " with " + std::to_string(import.first_logprobs->top.size()) + " alternatives; expected token " +
-                            std::to_string(import.first_token) + " with at most " + std::to_string(std::max(request.logprobs, 0)));
+  for (const disagg::FirstToken& f : import.first) {
+    if (f.token < 0 || f.token >= vocab)
+      return out_of_range("kv transfer: first token " + std::to_string(f.token) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    // A stop token goes out without logprobs (it is not part of the text); any other carries them when asked.
+    const bool stop = std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(), f.token) != request.stop_token_ids.end() ||
+                      (!request.ignore_eos && f.token == eos_);
+    if (request.logprobs >= 0 && !stop && !f.logprobs)
+      return invalid_argument("kv transfer: the prefill worker sent the first token without the logprobs this request asks for");
+    if (f.logprobs && (f.logprobs->chosen.token != f.token || (int32_t)f.logprobs->top.size() > std::max(request.logprobs, 0)))
+      return invalid_argument("kv transfer: the first token's logprobs are for token " + std::to_string(f.logprobs->chosen.token) + " with " +
+                              std::to_string(f.logprobs->top.size()) + " alternatives; expected token " + std::to_string(f.token) +
+                              " with at most " + std::to_string(std::max(request.logprobs, 0)));
+  }
   auto r = std::make_shared<RequestState>(0, std::move(request), delivery, std::move(callback));
   r->kv_import = std::make_unique<KvImport>(std::move(import));
   return enqueue(std::move(r));
@@ -272,13 +274,16 @@ bool ServingEngine::start_imported(const std::shared_ptr<RequestState>& r) {
   const int32_t n = (int32_t)q.prompt.size();
   BlockManager& blocks = runner_.kv->blocks();
   const SeqId id = next_seq_;
-  // It joins the running set directly: only while a step has a sequence slot for it.
-  if ((int32_t)scheduler_->num_running() >= config_.scheduler.max_num_seqs) return false;
+  // It joins the running set directly: only while a step has a sequence slot for each of its n.
+  if ((int32_t)scheduler_->num_running() + q.n > config_.scheduler.max_num_seqs) return false;
+  auto fail_all = [&](const std::string& why) {
+    for (int32_t i = 0; i < q.n; ++i) r->finish(i, FinishReason::error, why);
+  };
   if (blocks.blocks_needed(id, n) > blocks.available_blocks()) {
     // Blocks come back as running sequences finish; with none running they never will.
     if (scheduler_->num_running() + scheduler_->num_waiting() > 0) return false;
     r->kv_import.reset();
-    r->finish(0, FinishReason::error, "kv transfer: the KV cache cannot hold the imported prompt's " + std::to_string(blocks.blocks_for(n)) + " blocks");
+    fail_all("kv transfer: the KV cache cannot hold the imported prompt's " + std::to_string(blocks.blocks_for(n)) + " blocks");
     return true;
   }
   ++next_seq_;
@@ -288,7 +293,7 @@ bool ServingEngine::start_imported(const std::shared_ptr<RequestState>& r) {
   s->prompt_len = n;
   s->arrival = r->submitted();
   s->sampler.set_prompt(q.prompt);
-  s->sampler.set_rng_state(r->kv_import->rng_state);
+  s->sampler.set_rng_state(r->kv_import->first[0].rng_state);
   s->spec.k = AdaptiveK(config_.spec.max_k, config_.spec.adaptive);
   if (q.detokenize && tokenizer_) s->text = std::make_unique<SequenceText>(*tokenizer_, q.prompt, q.stop);
   Status st = blocks.add_sequence(id);
@@ -298,25 +303,33 @@ bool ServingEngine::start_imported(const std::shared_ptr<RequestState>& r) {
   const disagg::KvPayload& payload = r->kv_import->payload;
   for (size_t p = 0; st.is_ok() && p < runner_.kv->pools().size(); ++p)
     st = disagg::write_pool_blocks(*runner_.runner, *runner_.kv, p, table, payload.blocks(p, 0, payload.n_blocks));
-  const int32_t first = r->kv_import->first_token;
-  const std::optional<FirstLogprobs> first_logprobs = std::move(r->kv_import->first_logprobs);
+  const std::vector<disagg::FirstToken> first = std::move(r->kv_import->first);
   r->kv_import.reset();
   r->seqs.push_back(std::move(s));
   Sequence& seq = *r->seqs.back();
   if (!st.is_ok()) {
     blocks.release(id);
     seq.status = SeqStatus::finished;
-    r->finish(0, FinishReason::error, "kv transfer: " + st.message());
+    fail_all("kv transfer: " + st.message());
     return true;
   }
   seq.holds_blocks = true;
   seq.num_computed = n;
   r->note_scheduled();
   scheduler_->add_running(&seq);
-  // The first token as if sampled here: stop tokens, stop strings and
-  // max_tokens apply to it as to any other.
-  append_token(seq, first, {}, first_logprobs ? &*first_logprobs : nullptr);
-  ++decode_passes_;
+  // n > 1: the other sequences fork the prompt's blocks here, as the
+  // prefill worker's did after its last prompt step.
+  seq.forks_pending = q.n - 1;
+  if (seq.forks_pending > 0) fork_children(seq);
+  // Each first token as if sampled here, with the draw stream the prefill
+  // worker left: stop tokens, stop strings and max_tokens apply to it as to
+  // any other.
+  for (size_t i = 0; i < first.size(); ++i) {
+    Sequence& si = *r->seqs[i];
+    si.sampler.set_rng_state(first[i].rng_state);
+    append_token(si, first[i].token, {}, first[i].logprobs ? &*first[i].logprobs : nullptr);
+  }
+  decode_passes_ += (int64_t)first.size();
   return true;
 }
 
@@ -439,7 +452,7 @@ void ServingEngine::fork_children(Sequence& parent) {
   parent.forks_pending = 0;
 }
 
-void ServingEngine::append_token(Sequence& s, int32_t token, std::span<const float> logits, const FirstLogprobs* given) {
+void ServingEngine::append_token(Sequence& s, int32_t token, std::span<const float> logits, const disagg::FirstLogprobs* given) {
   const Request& q = s.request->request();
   TokenOutput ev;
   ev.index = s.index;
@@ -458,7 +471,7 @@ void ServingEngine::append_token(Sequence& s, int32_t token, std::span<const flo
       ev.top_logprobs = given->top;
     }
     if (q.logprobs >= 0 && s.request->kv_export && s.generated() == 1)  // what the decode worker emits with it
-      s.request->first_logprobs = FirstLogprobs{ev.logprob, ev.top_logprobs};
+      s.request->first_sampled.at((size_t)s.index).logprobs = disagg::FirstLogprobs{ev.logprob, ev.top_logprobs};
     if (s.text) {
       SequenceText::Delta d = s.text->push(token);
       ev.text = std::move(d.text);
@@ -485,8 +498,9 @@ void ServingEngine::sample_row(Sequence& s, std::span<const float> logits, int32
   }
   if (s.request->kv_export && s.generated() == 0) {
     // What the decode worker continues from.
-    s.request->rng_after_first.store(s.sampler.rng_state());
-    s.request->first_sampled.store(token);
+    disagg::FirstToken& f = s.request->first_sampled.at((size_t)s.index);
+    f.token = token;
+    f.rng_state = s.sampler.rng_state();
   }
   append_token(s, token, logits);
 }

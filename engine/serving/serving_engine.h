@@ -64,15 +64,18 @@ class ServingEngine {
   // Disaggregation, prefill side: as submit, and after every step that
   // computed part of the prompt, `on_chunk` gets the blocks that step wrote
   // (the first call also those the prefix cache gave), on the engine thread.
-  // n must be 1. The request's RequestState says the first token sampled
-  // (first_sampled, a stop token included) and the draw stream after it.
+  // The request's RequestState says each sequence's first token sampled
+  // (first_sampled, a stop token included), the draw stream after it and,
+  // when asked for, its logprobs.
   Expected<std::shared_ptr<RequestState>> submit_prefill(Request request, KvExportFn on_chunk, Delivery delivery = Delivery::result,
                                                          TokenCallback callback = {});
   // Disaggregation, decode side: a request whose prompt another worker
   // computed. Its blocks are allocated here, the payload written into them,
   // the first token emitted as if sampled here, and decoding continues. Waits
-  // (queued) while the cache has too few free blocks. Refused when n != 1,
-  // the payload's shape differs from this cache's or its tokens from the prompt's.
+  // (queued) while the cache has too few free blocks; with n > 1 the other
+  // sequences fork the imported blocks. Refused when the payload's shape
+  // differs from this cache's, its tokens from the prompt's, or its first
+  // tokens from the request's n.
   Expected<std::shared_ptr<RequestState>> submit_imported(Request request, KvImport import, Delivery delivery = Delivery::result,
                                                           TokenCallback callback = {});
   // Finishes the request (reason cancelled) at the next step; its blocks are
@@ -123,7 +126,7 @@ class ServingEngine {
   void sample_rows(const ScheduledSeq& e, const StepResult& result, size_t row);
   void sample_row(Sequence& s, std::span<const float> logits, int32_t device_token);
   // `given`: the first token's logprobs from the prefill worker (an import has no logits).
-  void append_token(Sequence& s, int32_t token, std::span<const float> logits, const FirstLogprobs* given = nullptr);
+  void append_token(Sequence& s, int32_t token, std::span<const float> logits, const disagg::FirstLogprobs* given = nullptr);
   void fork_children(Sequence& parent);
   void finish_sequence(Sequence& s, FinishReason reason, std::string error = {});
   void fail_all(const Status& st);

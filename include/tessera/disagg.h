@@ -44,7 +44,7 @@ class TESSERA_API KvReceiver {
 };
 
 struct PrefillResult {
-  int32_t first_token = -1;
+  int32_t first_token = -1;  // sequence 0's (each of n is in the commit the decode worker got)
   int64_t bytes_sent = 0;
   double ttft_ms = 0;
   std::shared_ptr<RequestHandle> handle;  // the prefill's own request, finished (its one token, or its stop)

@@ -5,6 +5,8 @@
 // the transfer fails midway.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "engine/disagg/kv_blocks.h"
 #include "engine/engine_fixture.h"
 #include "engine/kv_prefill.h"
@@ -258,7 +260,7 @@ TEST_CASE("disagg: a sampled request continues the prefill's draw stream, penalt
     const std::vector<int32_t> want = (*whole)->wait().sequences[0].tokens;
     Prefilled p = prefill(*a.engine, q);
     // The first token is the one the whole run drew first.
-    CHECK(p.import.first_token == want.at(0));
+    CHECK(p.import.first.at(0).token == want.at(0));
     auto h = b->submit_imported(q, std::move(p.import));
     REQUIRE(h.has_value());
     CHECK(join_ids((*h)->wait().sequences[0].tokens) == join_ids(want));
@@ -284,7 +286,7 @@ TEST_CASE("disagg: logprobs cross the split: the first token's from the prefill,
     const SequenceResult want = (*whole)->wait().sequences[0];
     REQUIRE(want.logprobs.size() == want.tokens.size());
     Prefilled p = prefill(*a.engine, q);
-    REQUIRE(p.import.first_logprobs.has_value());
+    REQUIRE(p.import.first.at(0).logprobs.has_value());
     auto h = b->submit_imported(q, std::move(p.import));
     REQUIRE_MESSAGE(h.has_value(), h.status().message());
     const SequenceResult got = (*h)->wait().sequences[0];
@@ -306,10 +308,57 @@ TEST_CASE("disagg: logprobs cross the split: the first token's from the prefill,
   Request q = cases[1].request;
   q.logprobs = 2;
   Prefilled p = prefill(*a.engine, cases[1].request);
-  CHECK_FALSE(p.import.first_logprobs.has_value());
+  CHECK_FALSE(p.import.first.at(0).logprobs.has_value());
   auto h = b->submit_imported(q, std::move(p.import));
   REQUIRE_FALSE(h.has_value());
   CHECK(h.status().message().find("without the logprobs this request asks for") != std::string::npos);
+  require_no_leak(*a.engine);
+  require_no_leak(*b.engine);
+}
+
+// n > 1 across the split: the prefill engine samples each sequence's first
+// token (its own seed), the decode engine forks the imported prompt's blocks
+// into n sequences and continues each from its token and draw stream: the n
+// choices one engine gives, and no block leaks on either side.
+TEST_CASE("disagg: n sampled sequences cross the split: each continues from its own first token and draws, as in one engine") {
+  TestEngine a = open_test_engine(setup("models/stories260K.bin", "f32", 7));
+  TestEngine b = open_test_engine(setup("models/stories260K.bin", "f32", 64));
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 60, nullptr);
+  for (int32_t n : {2, 4}) {
+    CAPTURE(n);
+    Request q = cases[(size_t)n % cases.size()].request;
+    q.n = n;
+    q.sampling.temperature = 1.0f;
+    q.sampling.seed = 1234 + (uint64_t)n;
+    q.logprobs = 1;
+    auto whole = a->submit(q);
+    REQUIRE(whole.has_value());
+    const RequestResult want = (*whole)->wait();
+    Prefilled p = prefill(*a.engine, q);
+    REQUIRE(p.import.first.size() == (size_t)n);
+    auto h = b->submit_imported(q, std::move(p.import));
+    REQUIRE_MESSAGE(h.has_value(), h.status().message());
+    const RequestResult& got = (*h)->wait();
+    REQUIRE(got.sequences.size() == (size_t)n);
+    std::set<std::string> distinct;
+    for (int32_t i = 0; i < n; ++i) {
+      CAPTURE(i);
+      CHECK(got.sequences[(size_t)i].error == "");
+      CHECK(join_ids(got.sequences[(size_t)i].tokens) == join_ids(want.sequences[(size_t)i].tokens));
+      REQUIRE(got.sequences[(size_t)i].logprobs.size() == want.sequences[(size_t)i].logprobs.size());
+      for (size_t t = 0; t < want.sequences[(size_t)i].logprobs.size(); ++t)
+        CHECK(std::fabs(got.sequences[(size_t)i].logprobs[t].logprob - want.sequences[(size_t)i].logprobs[t].logprob) <= 1e-4f);
+      distinct.insert(join_ids(got.sequences[(size_t)i].tokens));
+    }
+    CHECK(distinct.size() > 1);  // the sequences do differ (their seeds do)
+  }
+  // First tokens for another n than the request's: refused in one line.
+  Request q = cases[0].request;
+  q.n = 3;
+  Prefilled p = prefill(*a.engine, cases[0].request);
+  auto h = b->submit_imported(q, std::move(p.import));
+  REQUIRE_FALSE(h.has_value());
+  CHECK(h.status().message() == "kv transfer: first tokens for 1 sequences; the request's n is 3");
   require_no_leak(*a.engine);
   require_no_leak(*b.engine);
 }

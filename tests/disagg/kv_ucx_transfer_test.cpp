@@ -193,30 +193,40 @@ TEST_CASE("disagg: over UCX a request with logprobs gets one engine's logprobs, 
   require_idle_and_empty(*b.engine);
 }
 
-TEST_CASE("disagg: a commit message round-trips with and without logprobs, and a cut or padded one is refused in one line") {
+TEST_CASE("disagg: a commit message round-trips n sequences with and without logprobs, and a cut or padded one is refused in one line") {
   CommitMessage c;
-  c.first_token = 42;
-  c.rng_state = 0x1234567890abcdefull;
+  c.first.push_back({42, 0x1234567890abcdefull, std::nullopt});
   auto plain = decode_commit(encode_commit(c));
   REQUIRE(plain.has_value());
-  CHECK(plain->first_token == 42);
-  CHECK(plain->rng_state == c.rng_state);
-  CHECK_FALSE(plain->logprob.has_value());
-  c.logprob = TokenLogprob{42, -0.25f};
-  c.top_logprobs = {{42, -0.25f}, {7, -1.5f}, {9, -3.0f}};
+  REQUIRE(plain->first.size() == 1);
+  CHECK(plain->first[0].token == 42);
+  CHECK(plain->first[0].rng_state == 0x1234567890abcdefull);
+  CHECK_FALSE(plain->first[0].logprobs.has_value());
+  c.first[0].logprobs = FirstLogprobs{{42, -0.25f}, {{42, -0.25f}, {7, -1.5f}, {9, -3.0f}}};
+  c.first.push_back({7, 99, FirstLogprobs{{7, -1.5f}, {}}});
+  c.first.push_back({9, 5, std::nullopt});
   std::vector<std::byte> bytes = encode_commit(c);
   auto with = decode_commit(bytes);
   REQUIRE(with.has_value());
-  REQUIRE(with->logprob.has_value());
-  CHECK(with->logprob->logprob == -0.25f);
-  REQUIRE(with->top_logprobs.size() == 3);
-  CHECK(with->top_logprobs[1].token == 7);
-  CHECK(with->top_logprobs[2].logprob == -3.0f);
-  for (size_t cut : {size_t{0}, size_t{5}, bytes.size() - 1}) {
+  REQUIRE(with->first.size() == 3);
+  REQUIRE(with->first[0].logprobs.has_value());
+  CHECK(with->first[0].logprobs->chosen.logprob == -0.25f);
+  REQUIRE(with->first[0].logprobs->top.size() == 3);
+  CHECK(with->first[0].logprobs->top[1].token == 7);
+  CHECK(with->first[0].logprobs->top[2].logprob == -3.0f);
+  REQUIRE(with->first[1].logprobs.has_value());
+  CHECK(with->first[1].logprobs->top.empty());
+  CHECK(with->first[1].rng_state == 99);
+  CHECK_FALSE(with->first[2].logprobs.has_value());
+  CHECK(with->first[2].token == 9);
+  for (size_t cut : {size_t{0}, size_t{5}, size_t{8}, bytes.size() - 1}) {
+    CAPTURE(cut);
     auto bad = decode_commit(std::span(bytes).first(cut));
     REQUIRE_FALSE(bad.has_value());
-    CHECK(bad.status().message().starts_with("kv transfer: a commit message of " + std::to_string(cut) + " bytes"));
+    CHECK(bad.status().message().starts_with("kv transfer: a commit message of " + std::to_string(cut) + " bytes: "));
   }
   bytes.push_back(std::byte{0});
-  CHECK_FALSE(decode_commit(bytes).has_value());
+  auto padded = decode_commit(bytes);
+  REQUIRE_FALSE(padded.has_value());
+  CHECK(padded.status().message().find("1 bytes past its last sequence") != std::string::npos);
 }

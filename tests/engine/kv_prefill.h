@@ -42,9 +42,7 @@ inline Prefilled prefill(ServingEngine& e, const Request& q, int fail_at = 0, st
   REQUIRE_MESSAGE(h.has_value(), h.status().message());
   out.handle = *h;
   (*h)->wait();
-  out.import.first_token = (*h)->first_sampled.load();
-  out.import.rng_state = (*h)->rng_after_first.load();
-  out.import.first_logprobs = (*h)->first_logprobs;
+  out.import.first = (*h)->first_sampled;
   return out;
 }
 

@@ -98,6 +98,28 @@ json completion_logprobs(httplib::Client& c, const json& body) {
   return out;
 }
 
+// Each choice's token ids, by choice index, the stream's chunks joined.
+std::vector<std::vector<int32_t>> choice_ids(httplib::Client& c, const json& body) {
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  REQUIRE(r);
+  REQUIRE_MESSAGE(r->status == 200, r->body);
+  std::vector<std::vector<int32_t>> out((size_t)body.value("n", 1));
+  auto take = [&](const json& choices) {
+    for (const json& ch : choices)
+      if (ch.contains("token_ids"))
+        for (const auto& t : ch["token_ids"]) out.at(ch["index"].get<size_t>()).push_back(t.get<int32_t>());
+  };
+  if (!body.value("stream", false)) {
+    take(json::parse(r->body)["choices"]);
+    return out;
+  }
+  for (const std::string& ev : sse_payloads(r->body)) {
+    if (ev == "[DONE]") break;
+    take(json::parse(ev)["choices"]);
+  }
+  return out;
+}
+
 // Every body posted to `router` at once, each from its own client thread; got[i] its answer once joined.
 std::vector<std::thread> post_all(const ServerProcess& router, const std::vector<json>& bodies, std::vector<Completion>& got) {
   std::vector<std::thread> clients;
@@ -198,6 +220,19 @@ TEST_CASE("disagg serve: 1 prefill + 1 decode behind a router give run.c's ids a
       }
     }
     CHECK(d["tokens"] == c["tokens"]);
+  }
+  // n sampled choices cross the split too (the decode worker forks the
+  // imported prompt; each choice continues from its own first token).
+  for (bool stream : {false, true}) {
+    CAPTURE(stream);
+    json body = request_body(parse_ids(cases[1].prompt_ids), 20, stream);
+    body["n"] = 3;
+    body["temperature"] = 1.0;
+    body["seed"] = 77;
+    const std::vector<std::vector<int32_t>> d = choice_ids(rc, body), c = choice_ids(cc, body);
+    REQUIRE(d.size() == 3);
+    CHECK(d == c);
+    CHECK((d[0] != d[1] || d[1] != d[2]));
   }
   require_no_blocks_held(prefill);
   require_no_blocks_held(decode);

@@ -225,7 +225,6 @@ std::variant<std::unique_ptr<Generation>, HttpError> Generation::start(ServerCon
   if (kv) {
     if (s.prompts.size() != 1)
       return HttpError{400, "'prompt': a disaggregated request holds one prompt", "invalid_request_error", "prompt"};
-    if (base.n != 1) return HttpError{400, "'n': a disaggregated request samples one sequence", "invalid_request_error", "n"};
     if (opt.role == "prefill" && kv->decode.empty())
       return HttpError{400, "'kv_transfer.decode': a prefill worker needs the decode worker's HOST:PORT", "invalid_request_error", "kv_transfer"};
     if (opt.role == "prefill" ? !ctx.kv_sender.load() : !ctx.kv_receiver.load())
@@ -283,10 +282,13 @@ std::variant<std::unique_ptr<Generation>, HttpError> Generation::start(ServerCon
       auto pr = ctx.kv_sender.load()->prefill(q, kv->decode, kv->id);
       if (pr) {
         const RequestResult& done = pr->handle->wait();
-        TokenOutput end;
-        end.finish = done.sequences[0].finish;
-        end.error = done.sequences[0].error;
-        on_token(end);
+        for (size_t k = 0; k < done.sequences.size(); ++k) {  // each of the n sequences' end
+          TokenOutput end;
+          end.index = (int32_t)k;
+          end.finish = done.sequences[k].finish;
+          end.error = done.sequences[k].error;
+          on_token(end);
+        }
         h = pr->handle;
       } else {
         h = pr.status();
