@@ -41,7 +41,10 @@ struct V256 {
     if constexpr (T == Kv::q8_0) return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(d));
     // byte << 8, arithmetic >> 1, bit 14 cleared: the f16 of value e4m3 / 2^8.
     const __m128i x = _mm_slli_epi16(_mm_cvtepu8_epi16(q), 8);
-    const __m128i h = _mm_and_si128(_mm_srai_epi16(x, 1), _mm_set1_epi16((short)0xBF80));
+    __m128i h = _mm_and_si128(_mm_srai_epi16(x, 1), _mm_set1_epi16((short)0xBF80));
+    // 0x7F / 0xFF (e4m3's NaN) land on exponent 15, mantissa 7: made an f16 NaN, as the reference reads them.
+    const __m128i nan = _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x3F80));
+    h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x7E00)));
     return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(d * 256.0f));
   }
   template <Kv T>

@@ -44,7 +44,10 @@ struct V512 {
     // byte << 8, arithmetic >> 1 (the sign lands at bit 15 and 14), bit 14 cleared:
     // the sign at 15, the exponent at 13..10 and the mantissa at 9..7, an f16 of value e4m3 / 2^8.
     const __m256i x = _mm256_slli_epi16(_mm256_cvtepu8_epi16(q), 8);
-    const __m256i h = _mm256_and_si256(_mm256_srai_epi16(x, 1), _mm256_set1_epi16((short)0xBF80));
+    __m256i h = _mm256_and_si256(_mm256_srai_epi16(x, 1), _mm256_set1_epi16((short)0xBF80));
+    // 0x7F / 0xFF (e4m3's NaN) land on exponent 15, mantissa 7: made an f16 NaN, as the reference reads them.
+    const __mmask16 nan = _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(0x3F80));
+    h = _mm256_mask_mov_epi16(h, nan, _mm256_set1_epi16(0x7E00));
     return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(d * 256.0f));
   }
   static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }

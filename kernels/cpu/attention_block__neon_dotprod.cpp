@@ -45,7 +45,10 @@ struct VNeon {
     if constexpr (T == Kv::q8_0)
       return vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u8(b))))), d);
     const uint16x4_t x = vget_low_u16(vmovl_u8(b));
-    const uint16x4_t h = vorr_u16(vshl_n_u16(vand_u16(x, vdup_n_u16(0x7F)), 7), vshl_n_u16(vand_u16(x, vdup_n_u16(0x80)), 8));
+    uint16x4_t h = vorr_u16(vshl_n_u16(vand_u16(x, vdup_n_u16(0x7F)), 7), vshl_n_u16(vand_u16(x, vdup_n_u16(0x80)), 8));
+    // 0x7F / 0xFF (e4m3's NaN) land on exponent 15, mantissa 7: made an f16 NaN, as the reference reads them.
+    const uint16x4_t nan = vceq_u16(vand_u16(h, vdup_n_u16(0x7FFF)), vdup_n_u16(0x3F80));
+    h = vorr_u16(h, vand_u16(nan, vdup_n_u16(0x7E00)));
     return vmulq_n_f32(vcvt_f32_f16(vreinterpret_f16_u16(h)), d * 256.0f);
   }
   template <Kv T>

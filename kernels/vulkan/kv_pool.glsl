@@ -26,9 +26,10 @@ uint kv_word_of(uint e) { return pc.kv_type == KV_F32 ? e : e >> 1; }
 uint kv_scale_byte(uint e) { return (e >> 5) * 34u; }
 uint kv_q_byte(uint e) { return (e >> 5) * 34u + 2u + (e & 31u); }
 
-// OCP FP8 E4M3 (bias 7, subnormals m * 2^-9), exact in f32; 0x7F / 0xFF (NaN,
-// never stored: the append saturates) read as 480.
+// OCP FP8 E4M3 (bias 7, subnormals m * 2^-9), exact in f32; 0x7F / 0xFF
+// (what the append stores for a NaN) read as NaN, as the reference reads them.
 float fp8_e4m3_value(uint b) {
+  if ((b & 0x7Fu) == 0x7Fu) return uintBitsToFloat(0x7FC00000u);
   const uint e = (b >> 3) & 15u, m = b & 7u;
   const float mag = e == 0u ? float(m) * (1.0 / 512.0) : ldexp(float(8u + m), int(e) - 10);
   return (b & 0x80u) != 0u ? -mag : mag;
