@@ -698,6 +698,8 @@ void ServingEngine::update_metrics(double step_ms, double host_ms, int32_t step_
   m.spec_proposed = spec_proposed_;
   m.spec_accepted = spec_accepted_;
   m.spec_passes = spec_passes_;
+  m.spec_draft_fed_tokens = proposer_ ? proposer_->fed_tokens() : 0;
+  m.spec_draft_forked_tokens = proposer_ ? proposer_->forked_tokens() : 0;
   m.propose_ms = propose_ms_;
   m.kv_exports_during_step = kv_exports_during_;
   m.kv_exports_after_step = kv_exports_after_;

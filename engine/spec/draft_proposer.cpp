@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/serving/request_state.h"
 #include "engine/spec/verify.h"
 
 namespace tessera {
@@ -69,9 +70,32 @@ bool DraftProposer::prepare(Sequence& s, int32_t tokens) {
   // Whatever the draft fed past the sequence's last token is stale.
   st.draft_computed = std::min(st.draft_computed, (int32_t)s.tokens.size() - 1);
   if (blocks.length(s.id) > st.draft_computed) (void)blocks.truncate(s.id, st.draft_computed);
-  if (tokens <= draft_.runner->max_context() && blocks.reserve(s.id, tokens).is_ok()) return true;
+  if (tokens <= draft_.runner->max_context() && blocks.reserve(s.id, tokens, &copies_).is_ok()) return true;
   forget(s);
   return false;
+}
+
+Sequence* DraftProposer::fork_source(const Sequence& s) const {
+  if (s.spec.draft_holds_blocks || !s.request) return nullptr;
+  for (const auto& o : s.request->seqs)
+    if (o.get() != &s && o->spec.draft_holds_blocks && o->spec.draft_computed > 0) return o.get();
+  return nullptr;
+}
+
+void DraftProposer::fork_from(Sequence& s, Sequence& sibling) {
+  BlockManager& blocks = draft_.kv->blocks();
+  // What both hold alike: their common tokens, as far as the sibling's draft has computed them.
+  const int32_t limit = std::min({sibling.spec.draft_computed, (int32_t)s.tokens.size() - 1, (int32_t)sibling.tokens.size()});
+  int32_t common = 0;
+  while (common < limit && s.tokens[(size_t)common] == sibling.tokens[(size_t)common]) ++common;
+  if (common == 0 || !blocks.fork(sibling.id, s.id).is_ok()) return;
+  if (!blocks.truncate(s.id, common).is_ok()) {
+    blocks.release(s.id);
+    return;
+  }
+  s.spec.draft_holds_blocks = true;
+  s.spec.draft_computed = common;
+  forked_tokens_ += common;
 }
 
 void DraftProposer::forget(Sequence& s) {
@@ -85,9 +109,11 @@ Status DraftProposer::run(const SchedulerOutput& out, bool logits, StepResult* r
   batch_.build(out, draft_.kv->blocks(), draft_.runner->max_blocks_per_seq());
   StepRequest req;
   req.args = batch_.args();
+  req.block_copies = copies_;  // before this step writes into a block a fork shared
   req.outputs = logits ? StepOutputs::both : StepOutputs::tokens;
   if (req.args.n_logit_rows == 0) req.outputs = StepOutputs::logits;
   TS_ASSIGN_OR_RETURN(const StepTicket t, draft_.runner->submit(req));
+  copies_.clear();
   TS_ASSIGN_OR_RETURN(*result, draft_.runner->collect(t));
   return Status::ok();
 }
@@ -112,6 +138,7 @@ Status DraftProposer::catch_up() {
     StepResult r;
     TS_TRY(run(out_, false, &r));
     for (const ScheduledSeq& e : out_.seqs) e.seq->spec.draft_computed = e.start + e.n_tokens;
+    fed_tokens_ += out_.n_tokens;
   }
 }
 
@@ -160,15 +187,37 @@ Status DraftProposer::draft_round(int32_t j) {
 
 Status DraftProposer::propose(std::span<const ProposeItem> items) {
   active_.clear();
+  deferred_.clear();
+  auto sibling_active = [&](const Sequence& s) {
+    return std::any_of(active_.begin(), active_.end(), [&](const Active& a) { return a.seq->request == s.request && a.seq != &s; });
+  };
   for (const ProposeItem& it : items) {
     Sequence& s = *it.seq;
     s.spec.proposal.clear();
     s.spec.draft_probs.clear();
+    if (it.k <= 0) continue;
+    // New to the draft with a sibling it can fork from: now, or once the
+    // sibling proposing beside it has caught up.
+    if (!s.spec.draft_holds_blocks) {
+      if (Sequence* from = fork_source(s)) fork_from(s, *from);
+      else if (s.request && s.request->seqs.size() > 1 && sibling_active(s)) {
+        deferred_.push_back({&s, it.k});
+        continue;
+      }
+    }
     // Positions up to L - 2 + k are fed (the last proposal is not).
-    if (it.k > 0 && prepare(s, (int32_t)s.tokens.size() - 1 + it.k)) active_.push_back({&s, it.k});
+    if (prepare(s, (int32_t)s.tokens.size() - 1 + it.k)) active_.push_back({&s, it.k});
   }
   if (active_.empty()) return Status::ok();
   TS_TRY(catch_up());
+  if (!deferred_.empty()) {
+    for (const Active& d : deferred_) {
+      Sequence& s = *d.seq;
+      if (Sequence* from = fork_source(s)) fork_from(s, *from);
+      if (prepare(s, (int32_t)s.tokens.size() - 1 + d.k)) active_.push_back(d);
+    }
+    TS_TRY(catch_up());  // what the forked prefix does not cover
+  }
   int32_t rounds = 0;
   for (const Active& a : active_) rounds = std::max(rounds, a.k);
   const auto t0 = std::chrono::steady_clock::now();

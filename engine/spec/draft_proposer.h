@@ -9,6 +9,9 @@
 // top-k/p and min-p (not its penalties) on a stream of their own, and keep
 // that distribution for the acceptance rule. After the target's verdict the
 // draft's cache is rolled back to the tokens that are still the sequence's.
+// The n sequences of one request share their prompt's draft KV: the first
+// catches up, the others fork its blocks (copy-on-write) instead of feeding
+// the prompt again.
 #include <vector>
 
 #include "engine/runtime/model_runner.h"
@@ -28,6 +31,8 @@ class DraftProposer final : public Proposer {
   void verified(Sequence& s, std::span<const int32_t> choices, int32_t accepted) override;
   void forget(Sequence& s) override;
   double round_ms() const override { return round_ms_; }
+  int64_t fed_tokens() const override { return fed_tokens_; }
+  int64_t forked_tokens() const override { return forked_tokens_; }
   const ModelRunner& runner() const { return *draft_.runner; }
 
  private:
@@ -35,6 +40,11 @@ class DraftProposer final : public Proposer {
   // Makes room for s to hold `tokens` in the draft's cache, rolled back to
   // what is still valid first; false (and nothing held) when it cannot.
   bool prepare(Sequence& s, int32_t tokens);
+  // For a sequence the draft has not seen: a sibling of its request (n > 1)
+  // whose draft KV holds part of their common prefix, or null.
+  Sequence* fork_source(const Sequence& s) const;
+  // Gives s the sibling's draft blocks of their common prefix (copy-on-write).
+  void fork_from(Sequence& s, Sequence& sibling);
   Status run(const SchedulerOutput& out, bool logits, StepResult* result);
   Status catch_up();
   Status draft_round(int32_t j);
@@ -44,7 +54,9 @@ class DraftProposer final : public Proposer {
     Sequence* seq;
     int32_t k;
   };
-  std::vector<Active> active_;
+  std::vector<Active> active_, deferred_;  // deferred: waiting for a sibling's catch-up to fork from
+  std::vector<BlockCopy> copies_;           // copy-on-write of shared draft blocks, run before the next draft step
+  int64_t fed_tokens_ = 0, forked_tokens_ = 0;
   SchedulerOutput out_;
   StepBatch batch_;
   std::vector<float> row_scratch_;

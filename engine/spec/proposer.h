@@ -37,6 +37,9 @@ class Proposer {
   // Mean milliseconds of one round of proposing for the whole batch (a draft
   // model's step); 0 when proposing costs next to nothing.
   virtual double round_ms() const { return 0; }
+  // A draft model's KV positions computed to catch up, and taken from a sibling (EngineMetrics).
+  virtual int64_t fed_tokens() const { return 0; }
+  virtual int64_t forked_tokens() const { return 0; }
   // Only greedy sequences (temperature 0) may be proposed for (Jacobi).
   virtual bool greedy_only() const { return false; }
   // verified() reads the target's choice at every scored row, past the

@@ -110,6 +110,10 @@ struct EngineMetrics {
   std::string spec_method = "none";
   int64_t spec_proposed = 0, spec_accepted = 0, spec_passes = 0;
   double propose_ms = 0;
+  // A draft model's KV: positions it computed to catch up with its
+  // sequences (prompts, accepted tokens), and those a sequence of an n > 1
+  // request took from a sibling's instead (the prompt, shared copy-on-write).
+  int64_t spec_draft_fed_tokens = 0, spec_draft_forked_tokens = 0;
   // Disaggregation's prefill side: the (chunk, KV pool) hand-overs made while
   // the step still ran, as each layer's K or V was written, and those made
   // after it (a device that does not say when a pool is written, or a

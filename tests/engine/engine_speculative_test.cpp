@@ -327,3 +327,47 @@ TEST_CASE("engine speculative: over q8_0 and fp8_e4m3 KV every method gives the 
     }
   }
 }
+
+// n > 1 with a draft model: the n sequences share their prompt's draft KV.
+// The first catches the draft up on the prompt; the others fork its blocks
+// (copy-on-write) instead of feeding it again. The draft is the target
+// itself, so greedy proposals are the target's own tokens: a forked prefix
+// that held anything else would show as rejected proposals.
+TEST_CASE("engine speculative: a draft's prompt KV is forked among a request's n sequences, not fed n times") {
+  EngineSetup s;
+  s.model = "models/stories260K.bin";
+  s.config.scheduler.max_num_seqs = 8;
+  speculate(s, SpecMethod::draft, 4, /*adaptive=*/false);
+  s.config.spec.draft = shared_weights("models/stories260K.bin");
+  check_blocks(s);
+  TestEngine t = open_test_engine(s);
+  const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
+  // The case with the longest prompt.
+  const ReferenceCase& c = *std::max_element(cases.begin(), cases.end(), [](const auto& a, const auto& b) { return a.prompt.size() < b.prompt.size(); });
+  const int32_t prompt = (int32_t)c.prompt.size();
+  Request q = c.request;
+  q.n = 3;
+  auto h = t->submit(q);
+  REQUIRE(h.has_value());
+  const RequestResult& r = (*h)->wait();
+  REQUIRE(r.sequences.size() == 3);
+  for (const SequenceResult& sr : r.sequences) {
+    std::vector<int32_t> ids = c.prompt;
+    ids.insert(ids.end(), sr.tokens.begin(), sr.tokens.end());
+    CHECK(join_ids(ids) == join_ids(c.full_ids));
+  }
+  const EngineMetrics m = t->metrics();
+  MESSAGE("prompt " << prompt << " tokens: draft fed " << m.spec_draft_fed_tokens << ", forked " << m.spec_draft_forked_tokens
+                    << "; acceptance " << m.acceptance_rate());
+  CHECK(m.spec_draft_forked_tokens == 2 * prompt);  // the two other sequences each took the whole prompt
+  CHECK(m.acceptance_rate() >= 0.95);
+  // The same request alone (n = 1) on an engine of its own: the three
+  // sequences fed the draft three times its catch-ups less two prompts.
+  TestEngine one = open_test_engine(s);
+  auto h1 = one->submit(c.request);
+  REQUIRE(h1.has_value());
+  (*h1)->wait();
+  const int64_t fed_one = one->metrics().spec_draft_fed_tokens;
+  MESSAGE("n = 1: draft fed " << fed_one);
+  CHECK(m.spec_draft_fed_tokens + 2 * prompt <= 3 * fed_one);
+}
