@@ -142,6 +142,8 @@ class ModelRunner {
   KvCache* kv_cache() const { return kv_; }
   bool samples_on_device() const { return options_.sample_on_device; }
   int32_t max_context() const { return max_context_; }
+  // The token count a step of n_tokens runs at (its bucket: the next power of two, capped).
+  int32_t token_bucket(int32_t n_tokens) const { return bucket_for(n_tokens, 1).first; }
   int32_t max_tokens_per_step() const { return options_.max_prefill_tokens; }
   int32_t max_seqs() const { return options_.max_seqs; }
   int32_t max_blocks_per_seq() const { return max_blocks_per_seq_; }

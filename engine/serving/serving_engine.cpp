@@ -507,7 +507,7 @@ void ServingEngine::sample_row(Sequence& s, std::span<const float> logits, int32
 
 Status ServingEngine::propose() {
   if (!proposer_) return Status::ok();
-  const double cost = relative_spec_cost();
+  const std::vector<double>& cost = spec_costs();
   const int32_t ctx = runner_.runner->max_context();
   propose_items_.clear();
   for (const auto& r : live_) {
@@ -531,15 +531,24 @@ Status ServingEngine::propose() {
   return st;
 }
 
-double ServingEngine::relative_spec_cost() const {
+const std::vector<double>& ServingEngine::spec_costs() {
   // Until the step cost line is fitted, assume a decode step is bound by
   // reading the weights, so a few more tokens add little.
   constexpr double kUnfitted = 0.05;
   const StepCostModel& c = scheduler_->step_cost();
   const double round = proposer_ ? proposer_->round_ms() : 0;
   const int32_t n = std::max<int32_t>(1, (int32_t)scheduler_->num_running());
-  if (!c.ready()) return kUnfitted + (round > 0 ? 0.2 : 0.0);
-  return (c.per_token_ms() * n + round) / c.predict_ms(n);
+  spec_costs_.resize((size_t)std::max(config_.spec.max_k, 0) + 1);
+  // The step's time at the bucket its n (1 + k) tokens run in.
+  auto step_ms = [&](int32_t tokens) { return c.predict_ms(runner_.runner->token_bucket(tokens)); };
+  for (size_t k = 0; k < spec_costs_.size(); ++k) {
+    if (!c.ready()) {
+      spec_costs_[k] = 1.0 + (kUnfitted + (round > 0 ? 0.2 : 0.0)) * (double)k;
+      continue;
+    }
+    spec_costs_[k] = (step_ms(n * (1 + (int32_t)k)) + round * (double)k) / step_ms(n);
+  }
+  return spec_costs_;
 }
 
 void ServingEngine::sample_rows(const ScheduledSeq& e, const StepResult& result, size_t row) {

@@ -119,8 +119,10 @@ class ServingEngine {
   Status run_step();
   // Asks the proposer for the next tokens of every decoding sequence.
   Status propose();
-  // What one more proposed token costs a pass, over a plain decode step's time (AdaptiveK).
-  double relative_spec_cost() const;
+  // A pass's time with k proposals a sequence (k = 0..max_k) over a plain
+  // decode step's, every running sequence proposing alike, the step's
+  // tokens rounded up to the bucket that runs them (AdaptiveK::next).
+  const std::vector<double>& spec_costs();
   // Scores a sequence's proposal from its 1 + proposed rows starting at `first_row`.
   void verify_proposal(const ScheduledSeq& e, const StepResult& result, size_t first_row);
   void sample_rows(const ScheduledSeq& e, const StepResult& result, size_t row);
@@ -157,6 +159,7 @@ class ServingEngine {
   std::vector<float> sample_scratch_;  // a logit row the sampler may change
   std::unique_ptr<Proposer> proposer_;  // null without speculation
   std::vector<ProposeItem> propose_items_;
+  std::vector<double> spec_costs_;
   std::vector<int32_t> choices_;
   VerifyScratch verify_scratch_;
   int64_t spec_proposed_ = 0, spec_accepted_ = 0, spec_passes_ = 0, decode_passes_ = 0;

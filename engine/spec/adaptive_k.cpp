@@ -10,12 +10,18 @@ double AdaptiveK::tokens_per_pass(double a, int32_t k) {
 }
 
 int32_t AdaptiveK::next(double relative_cost) {
+  linear_.resize((size_t)max_k_ + 1);
+  for (int32_t k = 0; k <= max_k_; ++k) linear_[(size_t)k] = 1.0 + relative_cost * k;
+  return next(linear_);
+}
+
+int32_t AdaptiveK::next(std::span<const double> cost) {
   if (!adaptive_ || max_k_ == 0) return max_k_;
   const double a = acceptance();
   int32_t best = 0;
   double best_rate = 1.0;  // k = 0: one token per plain step
-  for (int32_t k = 1; k <= max_k_; ++k) {
-    const double rate = tokens_per_pass(a, k) / (1.0 + relative_cost * k);
+  for (int32_t k = 1; k <= max_k_ && k < (int32_t)cost.size(); ++k) {
+    const double rate = tokens_per_pass(a, k) / (cost[(size_t)k] / cost[0]);
     if (rate > best_rate * 1.02) {  // a margin, so noise around break-even keeps speculation off
       best = k;
       best_rate = rate;

@@ -10,6 +10,8 @@
 // sequence at 0 proposes one token every kProbeEvery steps to notice when
 // it would pay again.
 #include <cstdint>
+#include <span>
+#include <vector>
 
 namespace tessera {
 
@@ -20,7 +22,12 @@ class AdaptiveK {
 
   AdaptiveK(int32_t max_k = 0, bool adaptive = true) : max_k_(max_k), adaptive_(adaptive) {}
 
-  // Proposals for the next step; relative_cost is c above.
+  // Proposals for the next step; cost[k] (k = 0..max_k, cost[0] = 1) is a
+  // pass's time with k proposals over a plain decode step's, which need not
+  // be linear in k: a step runs the token bucket its tokens round up to, so
+  // a 5-token pass costs what 8 tokens cost (ServingEngine::spec_costs).
+  int32_t next(std::span<const double> cost);
+  // The linear model, 1 + relative_cost * k.
   int32_t next(double relative_cost);
   // A pass scored `proposed` tokens and accepted the first `accepted`.
   void observe(int32_t proposed, int32_t accepted);
@@ -37,6 +44,7 @@ class AdaptiveK {
   bool adaptive_;
   double successes_ = 0, trials_ = 0;
   int32_t idle_steps_ = 0;
+  std::vector<double> linear_;  // next(double)'s costs
 };
 
 }  // namespace tessera

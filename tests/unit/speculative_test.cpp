@@ -215,3 +215,20 @@ TEST_CASE("speculative: adaptive k proposes the most at full acceptance, turns i
   CHECK(AdaptiveK::tokens_per_pass(1.0, 4) == 5.0);
   CHECK(AdaptiveK::tokens_per_pass(0.5, 2) == doctest::Approx(1.75));
 }
+
+// A step runs the token bucket its tokens round up to: one sequence's pass
+// of 1 + k tokens costs what 1, 2, 4, 4, 8 tokens cost for k = 0..4. At an
+// acceptance of 1/2, under a line of 1 + 0.1 per token, the linear model
+// takes k = 2 (3 tokens), which runs the 4-token bucket anyway; the padded
+// costs take k = 3, the most that bucket holds.
+TEST_CASE("speculative: adaptive k weighs the token bucket a pass runs in, not only its tokens") {
+  AdaptiveK k(4);
+  for (int i = 0; i < 40; ++i) k.observe(2, 1);
+  REQUIRE(std::fabs(k.acceptance() - 0.5) < 1e-9);
+  auto line = [](int32_t tokens) { return 1.0 + 0.1 * tokens; };
+  const int32_t bucket[] = {1, 2, 4, 4, 8};
+  std::vector<double> padded;
+  for (int32_t j = 0; j <= 4; ++j) padded.push_back(line(bucket[j]) / line(1));
+  CHECK(k.next(0.1 / line(1)) == 2);
+  CHECK(k.next(padded) == 3);
+}
