@@ -2,6 +2,7 @@
 // micro-batches of its tokens and run through this stage one after another,
 // each told to the later stages as it goes (docs/parallelism.md).
 #include <algorithm>
+#include <cmath>
 
 #include "engine/dist/parallel.h"
 #include "engine/runtime/model_runner.h"
@@ -47,7 +48,8 @@ Status ModelRunner::submit_micro_batches(const StepRequest& request, InFlight& f
 int ModelRunner::split_micro_batches(const StepArgs& a, int pieces) {
   bool ordered = true;
   for (int32_t i = 1; i < a.n_logit_rows; ++i) ordered &= a.logit_rows[i] > a.logit_rows[i - 1];
-  pieces = ordered && a.n_seqs > 0 ? std::max(1, std::min(pieces, a.n_tokens)) : 1;
+  if (min_micro_batch_tokens_ == 0) min_micro_batch_tokens_ = min_micro_batch_tokens();
+  pieces = ordered && a.n_seqs > 0 ? std::max(1, std::min(pieces, a.n_tokens / min_micro_batch_tokens_)) : 1;
   if (micro_.size() < (size_t)pieces) micro_.resize((size_t)pieces);
   int32_t next_logit = 0, seq = 0;
   for (int m = 0; m < pieces; ++m) {
@@ -79,6 +81,35 @@ int ModelRunner::split_micro_batches(const StepArgs& a, int pieces) {
   }
   micro_batches_ += pieces;
   return pieces;
+}
+
+// A micro-batch pays only where a stage's step is bound by computing, not by
+// reading its weights: each piece reads the stage's weights again, so a
+// decode step of a few tokens cut in two reads them twice for the same work
+// (4 sequences on synthetic:q8_0 over 2 stages: 150-175 ms a step cut in
+// two, against 95 ms in one process; docs/performance.md). The piece must
+// hold at least the device's ridge point in tokens: its op rate over its
+// read bandwidth, times the weights' bytes per parameter, over the 2 ops of
+// a multiply-add; at least kFloor where the roofs are not known or put it
+// lower. Only datasheet or nominal roofs count: a roof measured at open moves
+// with the machine's load, and the same step must cut the same way each run.
+int32_t ModelRunner::min_micro_batch_tokens() const {
+  constexpr int32_t kFloor = 16;
+  uint64_t bytes = 0, params = 0;
+  bool quantized = false;
+  for (const graph::Node& n : graph_.nodes) {
+    if (!is_matmul_family(n.op)) continue;
+    const TensorDesc& w = graph_.value(n.inputs[1]).desc;
+    bytes += w.bytes();
+    params += (uint64_t)w.shape.numel();
+    quantized |= traits(w.dtype).block_elems > 1;
+  }
+  const Roofs& r = device_info().roofs;
+  const double ops = quantized ? r.int8_GOPs : std::max(r.f32_GFLOPs, r.bf16_GFLOPs);
+  const bool stable = r.source == RoofSource::datasheet || r.source == RoofSource::nominal;
+  if (!stable || params == 0 || ops <= 0 || r.read_GBps <= 0) return kFloor;
+  const double ridge = ops * ((double)bytes / (double)params) / (2.0 * r.read_GBps);
+  return std::max(kFloor, (int32_t)std::ceil(ridge));
 }
 
 }  // namespace tessera

@@ -229,6 +229,8 @@ class ModelRunner {
   Expected<Queued> queue_step(const StepArgs& args, std::span<const BlockCopy> block_copies);
   Status submit_micro_batches(const StepRequest& request, InFlight& f);
   int split_micro_batches(const StepArgs& a, int pieces);
+  // The fewest tokens a micro-batch is cut to (micro_batches.cpp).
+  int32_t min_micro_batch_tokens() const;
   Status make_weights();
   Status make_weight(const graph::Value& v, std::span<std::byte> out) const;
   Status compile_buckets();
@@ -271,6 +273,7 @@ class ModelRunner {
   bool pipelined_ = false;            // --pipeline-parallel: this runner is one stage
   std::vector<MicroBatch> micro_;     // the leader's, reused step after step
   int64_t micro_batches_ = 0;
+  int32_t min_micro_batch_tokens_ = 0;  // 0 until the first step asks
   std::vector<std::byte> step_wire_;
 };
 

@@ -88,6 +88,12 @@ TEST_CASE("engine: a two-stage pipeline cuts one prompt's prefill into micro-bat
       worst = std::max(worst, std::fabs(got[i] - want[i]));
     }
     CHECK(worst <= 1e-4f * scale);
+    // A step of fewer tokens than two micro-batches' fewest (16 here: the CPU's
+    // roofs are measured, so the floor) runs whole: cut, each piece would read
+    // the stage's weights again for the same work.
+    const int64_t at = runner.micro_batches();
+    REQUIRE((*s)->feed(std::vector<int32_t>(prompt.begin(), prompt.begin() + 5)).is_ok());
+    CHECK(runner.micro_batches() - at == 1);
     // And decoding on from there gives run.c's ids.
     for (const auto& c : cases) {
       if (parse_ids(c.prompt_ids) != prompt) continue;
