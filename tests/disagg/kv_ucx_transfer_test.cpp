@@ -36,16 +36,33 @@ void require_idle_and_empty(ServingEngine& e) {
   CHECK(b.check_invariants().is_ok());
 }
 
+// A prefill engine (7-token chunks) with its sender and a decode engine
+// with its receiver on a free loopback port.
+struct UcxPair {
+  TestEngine a = open_test_engine(setup(7));
+  TestEngine b = open_test_engine(setup(64));
+  std::unique_ptr<KvReceiver> receiver;
+  std::unique_ptr<KvSender> sender;
+  HostPort to;
+  UcxPair() {
+    auto r = KvReceiver::create(*b.engine, {.host = "127.0.0.1", .port = 0, .ucx = {.timeout_ms = 5000}});
+    REQUIRE_MESSAGE(r.has_value(), r.status().message());
+    receiver = std::move(*r);
+    auto s = KvSender::create(*a.engine, {.timeout_ms = 5000});
+    REQUIRE(s.has_value());
+    sender = std::move(*s);
+    to = HostPort{"127.0.0.1", receiver->port()};
+  }
+};
+
 }  // namespace
 
 TEST_CASE("disagg: over UCX on loopback every stories260K reference case decodes to run.c's ids on the other engine" * needs(ucx_build())) {
-  TestEngine a = open_test_engine(setup(7));
-  TestEngine b = open_test_engine(setup(64));
-  auto receiver = KvReceiver::create(*b.engine, {.host = "127.0.0.1", .port = 0, .ucx = {.timeout_ms = 5000}});
-  REQUIRE_MESSAGE(receiver.has_value(), receiver.status().message());
-  auto sender = KvSender::create(*a.engine, {.timeout_ms = 5000});
-  REQUIRE(sender.has_value());
-  const HostPort to{"127.0.0.1", (*receiver)->port()};
+  UcxPair w;
+  TestEngine &a = w.a, &b = w.b;
+  KvReceiver* receiver = w.receiver.get();
+  KvSender* sender = w.sender.get();
+  const HostPort to = w.to;
   const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
   uint64_t id = 100;
   // Every case at once: the prefills run one after another on this thread
@@ -55,7 +72,7 @@ TEST_CASE("disagg: over UCX on loopback every stories260K reference case decodes
   std::vector<std::string> errors(cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
     decoders.emplace_back([&, i, tid = id + i] {
-      auto h = (*receiver)->submit(cases[i].request, tid, Delivery::result, {});
+      auto h = receiver->submit(cases[i].request, tid, Delivery::result, {});
       if (!h) {
         errors[i] = h.status().message();
         return;
@@ -66,7 +83,7 @@ TEST_CASE("disagg: over UCX on loopback every stories260K reference case decodes
     });
   }
   for (size_t i = 0; i < cases.size(); ++i) {
-    auto o = (*sender)->prefill(cases[i].request, to, id + i);
+    auto o = sender->prefill(cases[i].request, to, id + i);
     REQUIRE_MESSAGE(o.has_value(), o.status().message());
     CHECK(o->first_token == cases[i].full_ids[cases[i].prompt.size()]);
     CHECK(o->messages >= 2 * 5);  // stories260K: 5 layers, K and V, one message each a chunk
@@ -77,7 +94,7 @@ TEST_CASE("disagg: over UCX on loopback every stories260K reference case decodes
     CHECK(errors[i] == "");
     CHECK(join_ids(got[i]) == join_ids(cases[i].full_ids));
   }
-  CHECK((*receiver)->pending() == 0);
+  CHECK(receiver->pending() == 0);
   require_idle_and_empty(*a.engine);
   require_idle_and_empty(*b.engine);
 }
@@ -159,12 +176,8 @@ TEST_CASE("disagg: a prefill that queues longer than the receiver keeps a silent
 // The commit carries the first token's logprobs over the wire; the request
 // decoded on the other side reports what one engine reports for it.
 TEST_CASE("disagg: over UCX a request with logprobs gets one engine's logprobs, the first token's carried in the commit" * needs(ucx_build())) {
-  TestEngine a = open_test_engine(setup(7));
-  TestEngine b = open_test_engine(setup(64));
-  auto receiver = KvReceiver::create(*b.engine, {.host = "127.0.0.1", .port = 0, .ucx = {.timeout_ms = 5000}});
-  REQUIRE_MESSAGE(receiver.has_value(), receiver.status().message());
-  auto sender = KvSender::create(*a.engine, {.timeout_ms = 5000});
-  REQUIRE(sender.has_value());
+  UcxPair w;
+  TestEngine &a = w.a, &b = w.b;
   Request q = reference_cases("reference/stories260K.greedy.txt", 30, nullptr).at(2).request;
   q.logprobs = 4;
   auto whole = a->submit(q);
@@ -172,23 +185,16 @@ TEST_CASE("disagg: over UCX a request with logprobs gets one engine's logprobs, 
   const SequenceResult want = (*whole)->wait().sequences[0];
   SequenceResult got;
   std::thread decoder([&] {
-    auto h = (*receiver)->submit(q, 7, Delivery::result, {});
+    auto h = w.receiver->submit(q, 7, Delivery::result, {});
     if (!h) got.error = h.status().message();
     else got = (*h)->wait().sequences[0];
   });
-  auto o = (*sender)->prefill(q, {"127.0.0.1", (*receiver)->port()}, 7);
+  auto o = w.sender->prefill(q, w.to, 7);
   REQUIRE_MESSAGE(o.has_value(), o.status().message());
   decoder.join();
   REQUIRE(got.error == "");
-  CHECK(join_ids(got.tokens) == join_ids(want.tokens));
-  REQUIRE(got.top_logprobs.size() == want.top_logprobs.size());
-  for (size_t t = 0; t < want.logprobs.size(); ++t) {
-    CAPTURE(t);
-    CHECK(got.logprobs[t].token == want.logprobs[t].token);
-    CHECK(std::fabs(got.logprobs[t].logprob - want.logprobs[t].logprob) <= 1e-4f);
-    REQUIRE(got.top_logprobs[t].size() == 4);
-    for (size_t k = 0; k < 4; ++k) CHECK(got.top_logprobs[t][k].token == want.top_logprobs[t][k].token);
-  }
+  REQUIRE(want.top_logprobs.at(0).size() == 4);
+  check_same_logprobs(got, want);
   require_idle_and_empty(*a.engine);
   require_idle_and_empty(*b.engine);
 }

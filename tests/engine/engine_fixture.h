@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
@@ -97,6 +98,24 @@ inline std::vector<ReferenceCase> reference_cases(const std::string& file, int32
   }
   REQUIRE(!out.empty());
   return out;
+}
+
+// got's tokens are want's, and so are its logprobs and each token's top
+// alternatives (ids exactly, log-probabilities within 1e-4).
+inline void check_same_logprobs(const SequenceResult& got, const SequenceResult& want) {
+  REQUIRE(join_ids(got.tokens) == join_ids(want.tokens));
+  REQUIRE(got.logprobs.size() == want.logprobs.size());
+  REQUIRE(got.top_logprobs.size() == want.top_logprobs.size());
+  for (size_t t = 0; t < want.logprobs.size(); ++t) {
+    CAPTURE(t);
+    CHECK(got.logprobs[t].token == want.logprobs[t].token);
+    CHECK(std::fabs(got.logprobs[t].logprob - want.logprobs[t].logprob) <= 1e-4f);
+    REQUIRE(got.top_logprobs[t].size() == want.top_logprobs[t].size());
+    for (size_t k = 0; k < want.top_logprobs[t].size(); ++k) {
+      CHECK(got.top_logprobs[t][k].token == want.top_logprobs[t][k].token);
+      CHECK(std::fabs(got.top_logprobs[t][k].logprob - want.top_logprobs[t][k].logprob) <= 1e-4f);
+    }
+  }
 }
 
 inline std::vector<int32_t> full_ids(const ReferenceCase& c, const RequestResult& r) {
