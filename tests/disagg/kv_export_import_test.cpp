@@ -58,6 +58,35 @@ void check_moved(ServingEngine& a, ServingEngine& b, const std::vector<Reference
   }
 }
 
+// q run whole on `a`, and prefilled on `a` then decoded on `b`: both results,
+// and the first tokens the prefill handed over.
+struct WholeAndMoved {
+  RequestResult whole, moved;
+  std::vector<disagg::FirstToken> first;
+};
+WholeAndMoved whole_and_moved(ServingEngine& a, ServingEngine& b, const Request& q) {
+  WholeAndMoved out;
+  auto whole = a.submit(q);
+  REQUIRE(whole.has_value());
+  out.whole = (*whole)->wait();
+  Prefilled p = prefill(a, q);
+  out.first = p.import.first;
+  auto h = b.submit_imported(q, std::move(p.import));
+  REQUIRE_MESSAGE(h.has_value(), h.status().message());
+  out.moved = (*h)->wait();
+  REQUIRE(out.moved.sequences.size() == (size_t)q.n);
+  return out;
+}
+
+// `prefilled` run on a's prefill, its import submitted to b as `asked`:
+// refused; the one-line reason.
+std::string refused_import(ServingEngine& a, ServingEngine& b, const Request& prefilled, const Request& asked) {
+  Prefilled p = prefill(a, prefilled);
+  auto h = b.submit_imported(asked, std::move(p.import));
+  REQUIRE_FALSE(h.has_value());
+  return h.status().message();
+}
+
 }  // namespace
 
 TEST_CASE("disagg: stories260K prefilled in one engine and decoded in another gives run.c's greedy ids (f32 KV)") {
@@ -255,15 +284,11 @@ TEST_CASE("disagg: a sampled request continues the prefill's draw stream, penalt
     q.sampling.top_p = 0.95f;
     q.sampling.presence_penalty = 0.4f;
     q.sampling.seed = seed;
-    auto whole = a->submit(q);
-    REQUIRE(whole.has_value());
-    const std::vector<int32_t> want = (*whole)->wait().sequences[0].tokens;
-    Prefilled p = prefill(*a.engine, q);
+    const WholeAndMoved r = whole_and_moved(*a.engine, *b.engine, q);
+    const std::vector<int32_t>& want = r.whole.sequences[0].tokens;
     // The first token is the one the whole run drew first.
-    CHECK(p.import.first.at(0).token == want.at(0));
-    auto h = b->submit_imported(q, std::move(p.import));
-    REQUIRE(h.has_value());
-    CHECK(join_ids((*h)->wait().sequences[0].tokens) == join_ids(want));
+    CHECK(r.first.at(0).token == want.at(0));
+    CHECK(join_ids(r.moved.sequences[0].tokens) == join_ids(want));
   }
   require_no_leak(*a.engine);
   require_no_leak(*b.engine);
@@ -281,26 +306,17 @@ TEST_CASE("disagg: logprobs cross the split: the first token's from the prefill,
     CAPTURE(top);
     Request q = cases[1].request;
     q.logprobs = top;
-    auto whole = a->submit(q);
-    REQUIRE(whole.has_value());
-    const SequenceResult want = (*whole)->wait().sequences[0];
+    const WholeAndMoved r = whole_and_moved(*a.engine, *b.engine, q);
+    const SequenceResult& want = r.whole.sequences[0];
     REQUIRE(want.logprobs.size() == want.tokens.size());
-    Prefilled p = prefill(*a.engine, q);
-    REQUIRE(p.import.first.at(0).logprobs.has_value());
-    auto h = b->submit_imported(q, std::move(p.import));
-    REQUIRE_MESSAGE(h.has_value(), h.status().message());
-    const SequenceResult got = (*h)->wait().sequences[0];
     REQUIRE(want.top_logprobs.at(0).size() == (size_t)top);
-    check_same_logprobs(got, want);
+    REQUIRE(r.first.at(0).logprobs.has_value());
+    check_same_logprobs(r.moved.sequences[0], want);
   }
   // Asked for, not sent: one line, nothing queued.
   Request q = cases[1].request;
   q.logprobs = 2;
-  Prefilled p = prefill(*a.engine, cases[1].request);
-  CHECK_FALSE(p.import.first.at(0).logprobs.has_value());
-  auto h = b->submit_imported(q, std::move(p.import));
-  REQUIRE_FALSE(h.has_value());
-  CHECK(h.status().message().find("without the logprobs this request asks for") != std::string::npos);
+  CHECK(refused_import(*a.engine, *b.engine, cases[1].request, q).find("without the logprobs this request asks for") != std::string::npos);
   require_no_leak(*a.engine);
   require_no_leak(*b.engine);
 }
@@ -320,15 +336,9 @@ TEST_CASE("disagg: n sampled sequences cross the split: each continues from its 
     q.sampling.temperature = 1.0f;
     q.sampling.seed = 1234 + (uint64_t)n;
     q.logprobs = 1;
-    auto whole = a->submit(q);
-    REQUIRE(whole.has_value());
-    const RequestResult want = (*whole)->wait();
-    Prefilled p = prefill(*a.engine, q);
-    REQUIRE(p.import.first.size() == (size_t)n);
-    auto h = b->submit_imported(q, std::move(p.import));
-    REQUIRE_MESSAGE(h.has_value(), h.status().message());
-    const RequestResult& got = (*h)->wait();
-    REQUIRE(got.sequences.size() == (size_t)n);
+    const WholeAndMoved r = whole_and_moved(*a.engine, *b.engine, q);
+    const RequestResult &want = r.whole, &got = r.moved;
+    REQUIRE(r.first.size() == (size_t)n);
     std::set<std::string> distinct;
     for (int32_t i = 0; i < n; ++i) {
       CAPTURE(i);
@@ -341,10 +351,7 @@ TEST_CASE("disagg: n sampled sequences cross the split: each continues from its 
   // First tokens for another n than the request's: refused in one line.
   Request q = cases[0].request;
   q.n = 3;
-  Prefilled p = prefill(*a.engine, cases[0].request);
-  auto h = b->submit_imported(q, std::move(p.import));
-  REQUIRE_FALSE(h.has_value());
-  CHECK(h.status().message() == "kv transfer: first tokens for 1 sequences; the request's n is 3");
+  CHECK(refused_import(*a.engine, *b.engine, cases[0].request, q) == "kv transfer: first tokens for 1 sequences; the request's n is 3");
   require_no_leak(*a.engine);
   require_no_leak(*b.engine);
 }
