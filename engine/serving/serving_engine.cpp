@@ -164,9 +164,7 @@ Expected<std::shared_ptr<RequestState>> ServingEngine::submit_imported(Request r
     if (f.token < 0 || f.token >= vocab)
       return out_of_range("kv transfer: first token " + std::to_string(f.token) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
     // A stop token goes out without logprobs (it is not part of the text); any other carries them when asked.
-    const bool stop = std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(), f.token) != request.stop_token_ids.end() ||
-                      (!request.ignore_eos && f.token == eos_);
-    if (request.logprobs >= 0 && !stop && !f.logprobs)
+    if (request.logprobs >= 0 && !is_stop_token(request, f.token) && !f.logprobs)
       return invalid_argument("kv transfer: the prefill worker sent the first token without the logprobs this request asks for");
     if (f.logprobs && (f.logprobs->chosen.token != f.token || (int32_t)f.logprobs->top.size() > std::max(request.logprobs, 0)))
       return invalid_argument("kv transfer: the first token's logprobs are for token " + std::to_string(f.logprobs->chosen.token) + " with " +
@@ -452,13 +450,15 @@ void ServingEngine::fork_children(Sequence& parent) {
   parent.forks_pending = 0;
 }
 
+bool ServingEngine::is_stop_token(const Request& q, int32_t token) const {
+  return std::find(q.stop_token_ids.begin(), q.stop_token_ids.end(), token) != q.stop_token_ids.end() || (!q.ignore_eos && token == eos_);
+}
+
 void ServingEngine::append_token(Sequence& s, int32_t token, std::span<const float> logits, const disagg::FirstLogprobs* given) {
   const Request& q = s.request->request();
   TokenOutput ev;
   ev.index = s.index;
-  const bool stop_token = std::find(q.stop_token_ids.begin(), q.stop_token_ids.end(), token) != q.stop_token_ids.end() ||
-                          (!q.ignore_eos && token == eos_);
-  if (stop_token) {
+  if (is_stop_token(q, token)) {
     if (s.text) ev.text = s.text->finish();
     ev.finish = FinishReason::stop;
   } else {

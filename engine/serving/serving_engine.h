@@ -127,6 +127,8 @@ class ServingEngine {
   void verify_proposal(const ScheduledSeq& e, const StepResult& result, size_t first_row);
   void sample_rows(const ScheduledSeq& e, const StepResult& result, size_t row);
   void sample_row(Sequence& s, std::span<const float> logits, int32_t device_token);
+  // One of q's stop token ids, or the model's end of sequence unless q ignores it.
+  bool is_stop_token(const Request& q, int32_t token) const;
   // `given`: the first token's logprobs from the prefill worker (an import has no logits).
   void append_token(Sequence& s, int32_t token, std::span<const float> logits, const disagg::FirstLogprobs* given = nullptr);
   void fork_children(Sequence& parent);

@@ -1,6 +1,8 @@
 #include "engine/spec/adaptive_k.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace tessera {
 
@@ -10,9 +12,9 @@ double AdaptiveK::tokens_per_pass(double a, int32_t k) {
 }
 
 int32_t AdaptiveK::next(double relative_cost) {
-  linear_.resize((size_t)max_k_ + 1);
-  for (int32_t k = 0; k <= max_k_; ++k) linear_[(size_t)k] = 1.0 + relative_cost * k;
-  return next(linear_);
+  std::vector<double> linear((size_t)std::max(max_k_, 0) + 1);
+  for (int32_t k = 0; k < (int32_t)linear.size(); ++k) linear[(size_t)k] = 1.0 + relative_cost * k;
+  return next(linear);
 }
 
 int32_t AdaptiveK::next(std::span<const double> cost) {

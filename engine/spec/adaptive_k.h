@@ -11,7 +11,6 @@
 // it would pay again.
 #include <cstdint>
 #include <span>
-#include <vector>
 
 namespace tessera {
 
@@ -44,7 +43,6 @@ class AdaptiveK {
   bool adaptive_;
   double successes_ = 0, trials_ = 0;
   int32_t idle_steps_ = 0;
-  std::vector<double> linear_;  // next(double)'s costs
 };
 
 }  // namespace tessera
