@@ -35,6 +35,8 @@ constexpr int64_t kSliceBlocks = 128;
 // 2 x kMaxMR f32 sums stay in registers, and each x broadcast serves both
 // (one group and 12 rows a pass was about 10 % slower: medians, one thread).
 constexpr int kMaxMR = 6;
+// x rows in a slice's first pass over weights read in place, over one group.
+constexpr int kStreamRows = 16;
 // x rows pass in blocks of kBlockRows: per k-slice a block's x (60 rows x 5
 // KiB) stays in L2 while every group passes over it.
 constexpr int64_t kBlockRows = 10 * kMaxMR;
@@ -229,7 +231,7 @@ void pass(const GroupSlice* g, int64_t nbs, const std::byte* x, int64_t xs, int6
     for (int n = 0; n < NP; ++n) _mm512_mask_storeu_ps(y + i * ldy + 16 * n, mask[n], acc[i][n]);
 }
 
-// The passes of fewer than kMaxMR rows, one instantiation per count.
+// The passes of 1 to MR rows, one instantiation per count.
 template <typename Format, int MR, int NP, bool Prefetch>
 void tail_pass(int rem, const GroupSlice* g, int64_t nbs, const std::byte* x, int64_t xs, int64_t nb, int64_t b0, bool first,
                float* y, int64_t ldy) {
@@ -259,14 +261,24 @@ void panel_gemm(const std::byte* x, int64_t xs, int64_t m, const QPanelRows* gro
     }
     float* yg = y + gi * kGroupRows;
     int64_t i = m0;
-    // The first pass over weights read in place streams them in
-    // (prefetching); the rest, and every pass over a gathered copy, read
-    // them from cache.
+    // Weights read in place come from memory in the slice's first pass,
+    // which prefetches them (Stream); later passes, and every pass over a
+    // gathered copy, find them in cache. Where more than kMaxMR rows pass,
+    // the first takes up to kStreamRows of them over one group at a time:
+    // its 8 weight vectors leave registers for 16 rows' sums, so the group's
+    // memory stream is spread over 16 rows' work instead of 6's (16 rows of
+    // 16384 x 2048: 33 -> 42-46 % of the int8 roof, two threads), though
+    // from cache it is slower than the pair's 6-row pass.
     auto passes = [&]<int NP, bool Stream>() {
-      if (i + kMaxMR > m1)
-        return tail_pass<Format, kMaxMR - 1, NP, Stream>((int)(m1 - i), g, nbs, x + i * xs, xs, nb, b0, b0 == 0, yg + i * ldy, ldy);
-      pass<Format, kMaxMR, NP, Stream>(g, nbs, x + i * xs, xs, nb, b0, b0 == 0, yg + i * ldy, ldy);
-      for (i += kMaxMR; i + kMaxMR <= m1; i += kMaxMR)
+      if (Stream && m1 - i > kMaxMR) {
+        const int rows = (int)std::min<int64_t>(kStreamRows, m1 - i);
+        for (int n = 0; n < NP; ++n)
+          tail_pass<Format, kStreamRows, 1, true>(rows, g + n, nbs, x + i * xs, xs, nb, b0, b0 == 0, yg + 16 * n + i * ldy, ldy);
+        i += rows;
+      } else if (Stream) {
+        return tail_pass<Format, kMaxMR, NP, true>((int)(m1 - i), g, nbs, x + i * xs, xs, nb, b0, b0 == 0, yg + i * ldy, ldy);
+      }
+      for (; i + kMaxMR <= m1; i += kMaxMR)
         pass<Format, kMaxMR, NP, false>(g, nbs, x + i * xs, xs, nb, b0, b0 == 0, yg + i * ldy, ldy);
       if (i < m1)
         tail_pass<Format, kMaxMR - 1, NP, false>((int)(m1 - i), g, nbs, x + i * xs, xs, nb, b0, b0 == 0, yg + i * ldy, ldy);
