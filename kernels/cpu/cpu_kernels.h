@@ -71,6 +71,9 @@ void rope(const RopeArgs& a, ParallelFor& pf);
 void kv_append(const KvAppendArgs& a, ParallelFor& pf);
 void paged_attention(const AttentionArgs& a, ParallelFor& pf);
 void silu_mul(const SiluMulArgs& a, ParallelFor& pf);
+// silu_mul over rows of y = [gate (f) | up (f)] into rows of out (f): the
+// fused matmul_silu_mul's second half, silu_mul's numbers.
+void silu_mul_halves(const float* y, int64_t rows, int64_t f, float* out, ParallelFor& pf);
 void add(const AddArgs& a, ParallelFor& pf);
 void mul(const MulArgs& a, ParallelFor& pf);
 void silu(const UnaryArgs& a, ParallelFor& pf);

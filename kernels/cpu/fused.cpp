@@ -16,9 +16,7 @@ void matmul_add(const MatmulAddArgs& a, ParallelFor& pf) {
 
 void matmul_silu_mul(const MatmulSiluMulArgs& a, ParallelFor& pf) {
   matmul(a.mm, pf);
-  const int64_t f = a.mm.n / 2;
-  // Row by row through the silu_mul kernel, so the numbers are its numbers.
-  for (int64_t r = 0; r < a.mm.m; ++r) silu_mul({a.mm.y + r * a.mm.n, a.mm.y + r * a.mm.n + f, a.out + r * f, f}, pf);
+  silu_mul_halves(a.mm.y, a.mm.m, a.mm.n / 2, a.out, pf);
 }
 
 void matmul_qkv(const MatmulQkvArgs& a, ParallelFor& pf) {
