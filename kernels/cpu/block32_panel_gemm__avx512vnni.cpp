@@ -291,7 +291,7 @@ void panel_gemm(const std::byte* x, int64_t xs, int64_t m, const QPanelRows* gro
     const int64_t m1 = std::min(m, m0 + kBlockRows);
     // One slice of all k where a single pass of rows reads weights in place
     // (decode): each group then streams its bytes front to back once.
-    const int64_t slice = m1 - m0 <= kMaxMR && all_packed ? nb : kSliceBlocks;
+    const int64_t slice = m1 - m0 <= kStreamRows && all_packed ? nb : kSliceBlocks;
     for (int64_t b0 = 0; b0 < nb; b0 += slice)
       for (int gi = 0; gi < n_groups; gi += 2) run_slice(m0, m1, b0, std::min(slice, nb - b0), gi);
   }
