@@ -334,10 +334,11 @@ TEST_CASE("engine speculative: over q8_0 and fp8_e4m3 KV every method gives the 
 // itself, so greedy proposals are the target's own tokens: a forked prefix
 // that held anything else would show as rejected proposals.
 TEST_CASE("engine speculative: a draft's prompt KV is forked among a request's n sequences, not fed n times") {
+  constexpr int k = 4;
   EngineSetup s;
   s.model = "models/stories260K.bin";
   s.config.scheduler.max_num_seqs = 8;
-  speculate(s, SpecMethod::draft, 4, /*adaptive=*/false);
+  speculate(s, SpecMethod::draft, k, /*adaptive=*/false);
   s.config.spec.draft = shared_weights("models/stories260K.bin");
   check_blocks(s);
   TestEngine t = open_test_engine(s);
@@ -363,11 +364,16 @@ TEST_CASE("engine speculative: a draft's prompt KV is forked among a request's n
   CHECK(m.acceptance_rate() >= 0.95);
   // The same request alone (n = 1) on an engine of its own: the three
   // sequences fed the draft three times its catch-ups less two prompts.
+  // The counts move by a few tokens from run to run on a loaded host (71-72
+  // alone, 131-134 for the three, seen while the suite ran beside), so each
+  // sequence may take up to k more; a draft fed each prompt again would be
+  // 2 * prompt over.
   TestEngine one = open_test_engine(s);
   auto h1 = one->submit(c.request);
   REQUIRE(h1.has_value());
   (*h1)->wait();
   const int64_t fed_one = one->metrics().spec_draft_fed_tokens;
   MESSAGE("n = 1: draft fed " << fed_one);
-  CHECK(m.spec_draft_fed_tokens + 2 * prompt <= 3 * fed_one);
+  REQUIRE(2 * prompt > 3 * k);
+  CHECK(m.spec_draft_fed_tokens + 2 * prompt <= 3 * fed_one + 3 * k);
 }
