@@ -8,14 +8,17 @@
 // codes enter as q + 128, q4_0's as their raw nibbles q + 8; the sum starts
 // from the x row's -c * sum(q), so it is exact), then one convert, one
 // multiply and one FMA scale it into lane r's f32 sum: 8 dot instructions
-// to 3 others per 16 x 32 multiply-adds, no horizontal sums.
+// to 3 others per 16 x 32 multiply-adds, no horizontal sums. The first
+// pass over a k-slice of weights read in place, which streams them from
+// memory, instead takes up to 16 x rows over one group at a time (see
+// `passes` in panel_gemm).
 // Weights in the standard or rows_x4 layout (a tied classifier, or
 // --weight-layout) are first gathered into the same form, a k-slice of 16
 // rows at a time, on the stack: the same kernel then runs over the copy.
 // Every output is acc = fma(float(dot_b), w_d_b * x_d_b, acc) over b in
-// order from 0, whatever the pass (kMaxMR rows or a tail), the slice (acc
-// travels through y, exactly), the layout or the row's place, so a row's
-// bits never depend on m or on the layout.
+// order from 0, whatever the pass (kMaxMR rows, a tail or a streaming
+// pass), the slice (acc travels through y, exactly), the layout or the
+// row's place, so a row's bits never depend on m or on the layout.
 #include <algorithm>
 #include <cstring>
 
