@@ -54,6 +54,10 @@ struct GroupSlice {
   const std::byte* p = nullptr;
   int64_t step = 0;
   int w = 0;
+  // Bytes a prefetch past the slice's end skips: a slice of all k of a pair
+  // read in place runs into the pair's other group, already streaming, where
+  // one group further on lies the next pair's (0: no skip).
+  int64_t wrap = 0;
 };
 
 struct Q8_0Format {
@@ -203,7 +207,8 @@ void pass(const GroupSlice* g, int64_t nbs, const std::byte* x, int64_t xs, int6
       const std::byte* piece = g[n].p + b * g[n].step;
       if constexpr (Prefetch) {
         // Every line of the piece kPrefetchBlocks ahead (a piece is 9 lines of q8_0, 5 of q4_0).
-        const char* ahead = reinterpret_cast<const char*>(piece + kPrefetchBlocks * g[n].step);
+        const char* ahead = reinterpret_cast<const char*>(piece + kPrefetchBlocks * g[n].step +
+                                                          (b + kPrefetchBlocks >= nbs ? g[n].wrap : 0));
         if (g[n].w == kGroupRows) {
           constexpr int64_t kLines = (kGroupRows * sizeof(typename Format::Block) + 63) / 64;
 #pragma GCC unroll 16
@@ -261,6 +266,9 @@ void panel_gemm(const std::byte* x, int64_t xs, int64_t m, const QPanelRows* gro
     for (int n = 0; n < np; ++n) {
       const QPanelRows& w = groups[gi + n];
       g[n] = w.packed ? GroupSlice{w.packed + b0 * w.nr * bb, w.nr * bb, w.nr} : gather<Format>(w, b0, nbs, buf[n]);
+      // (Only where the pair's own pass streams: a streaming pass over one
+      // group at a time runs from the first into the second, as it should.)
+      if (w.packed && np == 2 && nbs == nb && m1 - m0 <= kMaxMR && w.nr == kGroupRows) g[n].wrap = nb * kGroupRows * bb;
     }
     float* yg = y + gi * kGroupRows;
     int64_t i = m0;
