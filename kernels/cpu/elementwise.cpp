@@ -14,10 +14,7 @@ constexpr int64_t kElemGrain = 16384;
 int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, kElemGrain / std::max<int64_t>(1, cols)); }
 
 void silu_mul_span(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g * (1.0f / (1.0f + expf(-g))) * up[i];
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = detail::silu_f32(gate[i]) * up[i];
 }
 }  // namespace
 
