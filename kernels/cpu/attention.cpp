@@ -223,21 +223,26 @@ void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int
   const int64_t first = sh.kv_first(t);
   // Blocks wholly before the window are skipped (a piece of none adds nothing when merged).
   const int64_t j_begin = std::max(piece * span, first / p.block_size * p.block_size);
-  // The kernel calls run block by block, KV head by KV head; each asks for
-  // the next call's rows as it scores its own, a row per position
-  // (AttentionBlock::next_k), and the first call's are asked for here.
-  // Spread so, the requests overlap the arithmetic: asking for a call's 128
-  // lines at once before it starts took 1.5 x as long at 8K (f16), and
-  // asking two or three calls ahead did no better than one.
+  // The kernel calls run block by block, KV head by KV head. A block's rows
+  // of every KV head lie together in the pool (block_size pool rows), so
+  // call g of a block asks for the g-th share of the next block's bytes, in
+  // address order, while it scores: the requests overlap the arithmetic and
+  // run along the pool as the hardware's stream prefetcher expects. The
+  // piece's first block is asked for here.
+  const int64_t block_bytes = sh.kv_bytes((int64_t)p.block_size * sh.kv_row);
+  const int64_t share = (block_bytes / p.n_kv_heads + 63) / 64 * 64;
+  auto block_at = [&](const void* pool, int64_t j) {
+    return static_cast<const char*>(pool) + sh.kv_bytes((int64_t)table[j / p.block_size] * p.block_size * sh.kv_row);
+  };
   if (j_begin < end)
-    prefetch_block(sh, (int64_t)table[j_begin / p.block_size] * p.block_size, 0, 0,
-                   std::min<int64_t>(p.block_size, end - j_begin));
+    for (int64_t off = 0; off < block_bytes; off += 64) {
+      __builtin_prefetch(block_at(sh.a.k_pool, j_begin) + off);
+      __builtin_prefetch(block_at(sh.a.v_pool, j_begin) + off);
+    }
   for (int64_t j0 = j_begin; j0 < end; j0 += p.block_size) {
     const int64_t base = (int64_t)table[j0 / p.block_size] * p.block_size;
     const int64_t lo = std::max<int64_t>(0, first - j0), n = std::min<int64_t>(p.block_size, end - j0);
     const int64_t next = j0 + p.block_size;
-    const int64_t next_base = next < end ? (int64_t)table[next / p.block_size] * p.block_size : 0;
-    const int64_t next_n = next < end ? std::min<int64_t>(p.block_size, end - next) : 0;
     for (int g = 0; g < p.n_kv_heads; ++g) {
       detail::AttentionBlock b = block_args(sh, base, g, lo, n, lane);
       const Row first_head = row((int64_t)g * sh.group);
@@ -247,12 +252,10 @@ void decode_piece(const Shape& sh, const detail::IsaKernels& isa, int32_t s, int
       b.m = first_head.m;
       b.l = first_head.l;
       b.acc_stride = b.ml_stride = n_pieces * partial_floats(p);
-      const detail::AttentionBlock after = g + 1 < p.n_kv_heads ? block_args(sh, base, g + 1, 0, n, lane)
-                                                                 : block_args(sh, next_base, 0, 0, next_n, lane);
-      if (g + 1 < p.n_kv_heads || next_n > 0) {
-        b.next_k = after.k;
-        b.next_v = after.v;
-        b.next_n = after.n;
+      if (next < end && g * share < block_bytes) {
+        b.ahead_k = block_at(sh.a.k_pool, next) + g * share;
+        b.ahead_v = block_at(sh.a.v_pool, next) + g * share;
+        b.ahead_bytes = std::min(share, block_bytes - g * share);
       }
       isa.attention_block(b);
     }

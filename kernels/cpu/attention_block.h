@@ -12,15 +12,16 @@
 //   floats at rows + o * L.
 //
 // For up to kAttentionHeadSet query heads at a time:
-// 1. Scores, L positions at a time. The heads' q columns for kDRegs vectors
-//    sit in registers; each K row is widened once and serves every head;
-//    a (head, position)'s lane-wise partial dot runs across the column
-//    passes through the scratch, and sum_rows turns the L positions'
-//    partials into one vector of their scores. Lane j of a dot is the sum,
-//    in column order, of q * k over the columns j, j + L, ...: the same
-//    whatever kDRegs and the heads alongside. The first head set asks for
-//    the next call's K/V rows (AttentionBlock::next_k), a row per position
-//    it scores, so that the requests overlap the arithmetic.
+// 1. Scores, L positions at a time, kScorePositions of them a step: each
+//    K row is widened once a column vector and serves every head of the
+//    set, q read from memory (one load serving the step's positions); a
+//    (head, position)'s lane-wise partial dot stays in a register across
+//    every column of the head and goes to the scratch, where sum_rows turns
+//    the L positions' partials into one vector of their scores. Lane j of a
+//    dot is the sum, in column order, of q * k over the columns j, j + L,
+//    ...: the same whatever the step and the heads alongside. The first
+//    head set asks for the call's ahead ranges (AttentionBlock::ahead_k), a
+//    share per position, so that the requests overlap the arithmetic.
 // 2. The online-softmax update per head: the block's max, the rescale of
 //    the head's state when it rises (acc, l times exp(m - max)), then
 //    e = exp(score - m) per position (0 for the offsets outside [lo, n))
@@ -56,6 +57,7 @@ constexpr int64_t kv_bytes(int64_t elems) {
 
 inline int imin(int a, int b) { return a < b ? a : b; }
 inline int imax(int a, int b) { return a > b ? a : b; }
+inline int64_t imin64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // The columns of one pass: `regs` vectors from d0, the last holding `last`
 // (<= L) columns. Full: head_dim is a multiple of a pass, every vector whole.
@@ -76,6 +78,16 @@ inline Pass<V, Full> pass_at(int d0, int head_dim) {
   }
 }
 
+// A kernel's head size: HD > 0 is head_dim fixed at compile time (a
+// multiple of a pass), kAnyFull any multiple of a pass, kAnyPart any other.
+constexpr int kAnyFull = 0, kAnyPart = -1;
+constexpr bool is_full(int hd) { return hd != kAnyPart; }
+template <int HD>
+inline int dim_of(const AttentionBlock& b) {
+  if constexpr (HD > 0) return HD;
+  else return b.head_dim;
+}
+
 template <class V, bool Full>
 inline typename V::R load_cols(const Pass<V, Full>& ps, int c, const float* p) {
   return ps.part(c) ? V::load_n(p, ps.last) : V::load(p);
@@ -93,28 +105,57 @@ inline const void* kv_row(const void* base, int64_t o, int64_t stride) {
   return static_cast<const char*>(base) + kv_bytes<T>(o * stride);
 }
 
-// Asks for row o of the next call's K and V (a hint: no arithmetic).
-template <Kv T>
-inline void prefetch_next_row(const AttentionBlock& b, int o) {
-  const int bytes = (int)kv_bytes<T>(b.head_dim);
-  const char* k = static_cast<const char*>(kv_row<T>(b.next_k, o, b.kv_stride));
-  const char* v = static_cast<const char*>(kv_row<T>(b.next_v, o, b.kv_stride));
-  for (int off = 0; off < bytes; off += 64) {
-    __builtin_prefetch(k + off);
-    __builtin_prefetch(v + off);
+// Asks for the lines of b's ahead ranges from byte `from` to `to` (a hint: no arithmetic).
+inline void ask_ahead(const AttentionBlock& b, int64_t from, int64_t to) {
+  for (int64_t off = from; off < to; off += 64) {
+    __builtin_prefetch(b.ahead_k + off);
+    __builtin_prefetch(b.ahead_v + off);
   }
+}
+
+// The lane-wise partial dots of positions [o, o + P) (P of them, each its
+// K row widened once a column vector and serving every head) into
+// part[(h * L + o - o0) * L]: every column vector of the head, in order, so
+// acc[h][p] lives in a register from the first column to the last (q read
+// from memory, one load serving the P positions).
+template <class V, Kv T, int HS, int P, int HD>
+inline void score_positions(const AttentionBlock& b, const float* const* q, int o, int o0, float* part) {
+  using R = typename V::R;
+  constexpr int L = V::L;
+  constexpr bool Full = is_full(HD);
+  const int head_dim = dim_of<HD>(b);
+  R acc[HS][P];
+  for (int h = 0; h < HS; ++h)
+    for (int p = 0; p < P; ++p) acc[h][p] = V::zero();
+  const void* krow[P];
+  for (int p = 0; p < P; ++p) krow[p] = kv_row<T>(b.k, o + p, b.kv_stride);
+  const int vecs = Full ? head_dim / L : (head_dim + L - 1) / L;
+  for (int c = 0; c < vecs; ++c) {
+    const int d = c * L;
+    const bool part_vec = !Full && d + L > head_dim;
+    R kv[P];
+    for (int p = 0; p < P; ++p) {
+      if constexpr (is_block(T)) kv[p] = V::template load_kv<T>(krow[p], d);
+      else kv[p] = part_vec ? V::template load_kv_n<T>(krow[p], d, head_dim - d) : V::template load_kv<T>(krow[p], d);
+    }
+    for (int h = 0; h < HS; ++h) {
+      const R qv = part_vec ? V::load_n(q[h] + d, head_dim - d) : V::load(q[h] + d);
+      for (int p = 0; p < P; ++p) acc[h][p] = V::fma(qv, kv[p], acc[h][p]);
+    }
+  }
+  for (int h = 0; h < HS; ++h)
+    for (int p = 0; p < P; ++p) V::store(part + (h * L + o + p - o0) * L, acc[h][p]);
 }
 
 // Step 1 for heads [h0, h0 + HS): scores of offsets [lo, n) into
 // sc[h * n_pad + o], -inf at the other offsets of their L-position chunks.
-template <class V, Kv T, int HS, bool Full>
+template <class V, Kv T, int HS, int HD>
 void block_scores(const AttentionBlock& b, int h0, float* part, float* sc, int n_pad) {
-  using R = typename V::R;
-  constexpr int L = V::L, D = V::kDRegs;
-  // The first head set asks for the next call's rows as it reads this block's.
-  const bool prefetch = h0 == 0 && b.next_n > 0;
-  if (prefetch)
-    for (int o = 0; o < b.lo && o < b.next_n; ++o) prefetch_next_row<T>(b, o);
+  constexpr int L = V::L, P = V::kScorePositions;
+  // The first head set asks for the ahead ranges as it scores, a share per
+  // position (all at once before the arithmetic was slower).
+  const bool prefetch = h0 == 0 && b.ahead_bytes > 0;
+  const int64_t share = (b.ahead_bytes / (b.n - b.lo) + 63) / 64 * 64;
   const float* q[HS];
   for (int h = 0; h < HS; ++h) q[h] = b.q + (h0 + h) * b.q_stride;
   for (int o0 = b.lo / L * L; o0 < b.n; o0 += L) {
@@ -122,29 +163,19 @@ void block_scores(const AttentionBlock& b, int h0, float* part, float* sc, int n
     for (int o = o0; o < o0 + L; ++o)
       if (o < oa || o >= ob)
         for (int h = 0; h < HS; ++h) V::store(part + (h * L + o - o0) * L, V::zero());
-    for (int d0 = 0; d0 < b.head_dim; d0 += D * L) {
-      const Pass<V, Full> ps = pass_at<V, Full>(d0, b.head_dim);
-      R qv[HS][D];
-      for (int h = 0; h < HS; ++h)
-        for (int c = 0; c < D; ++c)
-          if (ps.has(c)) qv[h][c] = load_cols(ps, c, q[h] + d0 + c * L);
-      for (int o = oa; o < ob; ++o) {
-        if (prefetch && d0 == 0 && o < b.next_n) prefetch_next_row<T>(b, o);
-        const void* krow = kv_row<T>(b.k, o, b.kv_stride);
-        R acc[HS];
-        for (int h = 0; h < HS; ++h) acc[h] = d0 == 0 ? V::zero() : V::load(part + (h * L + o - o0) * L);
-        for (int c = 0; c < D; ++c)
-          if (ps.has(c)) {
-            const R kv = load_kv_cols<V, T>(ps, c, krow, d0 + c * L);
-            for (int h = 0; h < HS; ++h) acc[h] = V::fma(qv[h][c], kv, acc[h]);
-          }
-        for (int h = 0; h < HS; ++h) V::store(part + (h * L + o - o0) * L, acc[h]);
-      }
+    int o = oa;
+    for (; o + P <= ob; o += P) {
+      if (prefetch) ask_ahead(b, (o - b.lo) * share, imin64((o + P - b.lo) * share, b.ahead_bytes));
+      score_positions<V, T, HS, P, HD>(b, q, o, o0, part);
+    }
+    for (; o < ob; ++o) {
+      if (prefetch) ask_ahead(b, (o - b.lo) * share, imin64((o + 1 - b.lo) * share, b.ahead_bytes));
+      score_positions<V, T, HS, 1, HD>(b, q, o, o0, part);
     }
     for (int h = 0; h < HS; ++h) {
-      const R dot = V::sum_rows(part + h * L * L);
+      const typename V::R dot = V::sum_rows(part + h * L * L);
       // 1/sqrt(head_dim) is applied as llama2.c does, by division.
-      const R s = b.scale != 0.0f ? V::mul(dot, V::set1(b.scale)) : V::div(dot, V::set1(b.sqrt_hd));
+      const typename V::R s = b.scale != 0.0f ? V::mul(dot, V::set1(b.scale)) : V::div(dot, V::set1(b.sqrt_hd));
       float* out = sc + h * n_pad + o0;
       V::store(out, s);
       // gemma2's soft-cap, as ggml computes it: scale by 1/cap, tanh, scale by cap.
@@ -154,8 +185,6 @@ void block_scores(const AttentionBlock& b, int h0, float* part, float* sc, int n
         if (o < oa || o >= ob) out[o - o0] = -INFINITY;
     }
   }
-  if (prefetch)
-    for (int o = b.n; o < b.next_n; ++o) prefetch_next_row<T>(b, o);
 }
 
 // Step 2 for heads [h0, h0 + HS): each state takes the block's max (one
@@ -201,12 +230,14 @@ bool block_softmax(const AttentionBlock& b, int h0, float* sc, int n_pad, float*
 }
 
 // Step 3 for heads [h0, h0 + HS): acc = acc * alpha + sum of e * v over [lo, n).
-template <class V, Kv T, int HS, bool Full>
+template <class V, Kv T, int HS, int HD>
 void block_values(const AttentionBlock& b, int h0, const float* sc, int n_pad, const float* alpha, bool rescale) {
   using R = typename V::R;
   constexpr int L = V::L, D = V::kDRegs;
-  for (int d0 = 0; d0 < b.head_dim; d0 += D * L) {
-    const Pass<V, Full> ps = pass_at<V, Full>(d0, b.head_dim);
+  constexpr bool Full = is_full(HD);
+  const int head_dim = dim_of<HD>(b);
+  for (int d0 = 0; d0 < head_dim; d0 += D * L) {
+    const Pass<V, Full> ps = pass_at<V, Full>(d0, head_dim);
     R acc[HS][D];
     for (int h = 0; h < HS; ++h)
       for (int c = 0; c < D; ++c)
@@ -236,37 +267,46 @@ void block_values(const AttentionBlock& b, int h0, const float* sc, int n_pad, c
   }
 }
 
-template <class V, Kv T, int HS, bool Full>
+template <class V, Kv T, int HS, int HD>
 void fold_heads(const AttentionBlock& b, int h0) {
   constexpr int L = V::L;
   static_assert(L <= kAttentionMaxLanes && HS <= kAttentionHeadSet);
   const int n_pad = (b.n + L - 1) / L * L;
   float* part = b.scratch;
   float* sc = b.scratch + kAttentionHeadSet * kAttentionMaxLanes * kAttentionMaxLanes;
-  block_scores<V, T, HS, Full>(b, h0, part, sc, n_pad);
+  block_scores<V, T, HS, HD>(b, h0, part, sc, n_pad);
   float alpha[HS];
   const bool rescale = block_softmax<V, HS>(b, h0, sc, n_pad, alpha);
-  block_values<V, T, HS, Full>(b, h0, sc, n_pad, alpha, rescale);
+  block_values<V, T, HS, HD>(b, h0, sc, n_pad, alpha, rescale);
 }
 
-template <class V, Kv T, bool Full>
+template <class V, Kv T, int HD>
 void fold_all(const AttentionBlock& b) {
   for (int h0 = 0; h0 < b.heads; h0 += kAttentionHeadSet) {
     switch (imin(kAttentionHeadSet, b.heads - h0)) {
-      case 1: fold_heads<V, T, 1, Full>(b, h0); break;
-      case 2: fold_heads<V, T, 2, Full>(b, h0); break;
-      case 3: fold_heads<V, T, 3, Full>(b, h0); break;
-      default: fold_heads<V, T, 4, Full>(b, h0); break;
+      case 1: fold_heads<V, T, 1, HD>(b, h0); break;
+      case 2: fold_heads<V, T, 2, HD>(b, h0); break;
+      case 3: fold_heads<V, T, 3, HD>(b, h0); break;
+      default: fold_heads<V, T, 4, HD>(b, h0); break;
     }
   }
 }
 
+// The common head sizes get their own code, whose loops over the columns
+// the compiler unrolls whole (with head_dim a run-time value, the column
+// loops and the spills around them took about half of a block's time).
+// Each does the same operations in the same order as the run-time case.
 template <class V, Kv T>
 void fold_block(const AttentionBlock& b) {
-  if (b.head_dim % (V::kDRegs * V::L) == 0)
-    fold_all<V, T, true>(b);
-  else
-    fold_all<V, T, false>(b);
+  static_assert(64 % (V::kDRegs * V::L) == 0);
+  switch (b.head_dim) {
+    case 64: return fold_all<V, T, 64>(b);
+    case 128: return fold_all<V, T, 128>(b);
+    case 256: return fold_all<V, T, 256>(b);
+    default:
+      if (b.head_dim % (V::kDRegs * V::L) == 0) return fold_all<V, T, kAnyFull>(b);
+      return fold_all<V, T, kAnyPart>(b);
+  }
 }
 
 // The family's AttentionBlockFn: K and V in the pool's dtype.

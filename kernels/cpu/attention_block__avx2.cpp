@@ -13,7 +13,7 @@ namespace tessera::kernels::cpu::detail {
 namespace {
 
 struct V256 {
-  static constexpr int L = 8, kDRegs = 2;
+  static constexpr int L = 8, kDRegs = 2, kScorePositions = 2;
   using R = __m256;
   static R zero() { return _mm256_setzero_ps(); }
   static R set1(float x) { return _mm256_set1_ps(x); }

@@ -11,7 +11,7 @@ namespace tessera::kernels::cpu::detail {
 namespace {
 
 struct V512 {
-  static constexpr int L = 16, kDRegs = 4;
+  static constexpr int L = 16, kDRegs = 4, kScorePositions = 4;
   using R = __m512;
   static __mmask16 mask(int n) { return (__mmask16)((1u << n) - 1u); }
   static R zero() { return _mm512_setzero_ps(); }

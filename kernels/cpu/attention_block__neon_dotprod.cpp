@@ -13,7 +13,7 @@ namespace tessera::kernels::cpu::detail {
 namespace {
 
 struct VNeon {
-  static constexpr int L = 4, kDRegs = 4;
+  static constexpr int L = 4, kDRegs = 4, kScorePositions = 4;
   using R = float32x4_t;
   static R zero() { return vdupq_n_f32(0.0f); }
   static R set1(float x) { return vdupq_n_f32(x); }

@@ -11,7 +11,7 @@ namespace tessera::kernels::cpu::detail {
 namespace {
 
 struct VPortable {
-  static constexpr int L = 8, kDRegs = 2;
+  static constexpr int L = 8, kDRegs = 2, kScorePositions = 2;
   struct R {
     float x[8];
   };

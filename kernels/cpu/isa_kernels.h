@@ -187,11 +187,12 @@ struct AttentionBlock {
   float sqrt_hd = 1.0f;
   float softcap = 0.0f, inv_softcap = 0.0f;  // softcap * tanh(score * inv_softcap) when softcap > 0
   float* scratch = nullptr;               // attention_block_scratch_floats(block size)
-  // The next call's K and V rows (same stride and dtype), asked for while
-  // this block is scored, one row per position; none when next_n is 0.
-  const void* next_k = nullptr;
-  const void* next_v = nullptr;
-  int32_t next_n = 0;
+  // Bytes to ask the memory for while this block is scored, spread over
+  // its positions: [ahead_k, + ahead_bytes) and [ahead_v, + ahead_bytes)
+  // (a later call's rows; none when ahead_bytes is 0). A hint only.
+  const char* ahead_k = nullptr;
+  const char* ahead_v = nullptr;
+  int64_t ahead_bytes = 0;
 };
 // Query heads a kernel folds at once, and the widest vector (f32 lanes) of any family.
 constexpr int kAttentionHeadSet = 4, kAttentionMaxLanes = 16;
