@@ -11,7 +11,8 @@ namespace tessera::gpu::kernels {
 
 // For every token t with 0 <= slot_mapping[t] < num_slots: pool rows
 // k_pool[slot] = k[t] and v_pool[slot] = v[t], rows of `row` floats stored
-// as kv_dtype (f32, f16 or bf16, rounded to nearest even). Either
+// as kv_dtype (f32, f16 or bf16, rounded to nearest even; q8_0 or fp8_e4m3
+// a 32-element block at a time, row a multiple of 32). Either
 // pair may be null (k and k_pool, or v and v_pool) to copy only the other.
 // A slot outside the pool is skipped (the host refuses such steps; this only
 // keeps bad metadata from writing outside the pools). Queues one kernel.
