@@ -19,19 +19,8 @@ else()
   if(NOT CUDAToolkit_FOUND OR NOT CUDAToolkit_NVCC_EXECUTABLE)
     message(STATUS "tessera: CUDA backend not built (no CUDA toolkit: nvcc not on PATH nor in /usr/local/cuda)")
   else()
-    if(NOT CMAKE_CUDA_COMPILER)
-      set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
-    endif()
-    set(CMAKE_CUDA_ARCHITECTURES ${TESSERA_CUDA_ARCHITECTURES})
-    enable_language(CUDA)
-    # C++20 in device code too, so the launchers take the CPU kernels'
-    # argument structs; CMake 3.25 does not know that nvcc 13 has it.
-    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
-      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
-      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
-    endif()
-    set(CMAKE_CUDA_STANDARD 20)
-    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    include(${PROJECT_SOURCE_DIR}/cmake/cuda_language.cmake)
+    tessera_enable_cuda_language()
     message(STATUS "tessera: CUDA backend built with nvcc ${CMAKE_CUDA_COMPILER_VERSION} for ${TESSERA_CUDA_ARCHITECTURES}")
     # NCCL, for the plugin's communicator (tensor parallelism): the header
     # and library of the toolkit (or the system). Optional: without it the

@@ -5,6 +5,7 @@
 // warp size: NVIDIA's is 32, AMD's 64 on CDNA (gfx908, gfx90a) and 32 on
 // RDNA (gfx1030); `warpSize` says which.
 #include <cstdint>
+#include <cstring>
 
 #if defined(TESSERA_GPU_HIP)
 #include <hip/hip_fp16.h>
@@ -19,9 +20,22 @@
 
 namespace tessera::gpu::kernels {
 
+// A float's bits and back, on the device and the host alike (the host runs
+// the KV block code in tests/gpu_host).
+__host__ __device__ inline uint32_t f32_bits(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+__host__ __device__ inline float f32_from_bits(uint32_t u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
 // GGUF's f16 and bf16 are raw 16-bit words in the weight bytes.
-__device__ inline float f16_bits_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
-__device__ inline float bf16_bits_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+__host__ __device__ inline float f16_bits_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+__host__ __device__ inline float bf16_bits_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
 
 // Sum and max over a warp; every lane gets the result.
 __device__ inline float warp_sum(float v) {

@@ -14,24 +14,24 @@ namespace tessera::gpu::kernels {
 
 constexpr int kKvBlock = 32, kKvBlockBytes = 34;
 
-__device__ inline bool is_kv_block_type(DType t) { return t == DType::q8_0 || t == DType::fp8_e4m3; }
+__host__ __device__ inline bool is_kv_block_type(DType t) { return t == DType::q8_0 || t == DType::fp8_e4m3; }
 
 // OCP FP8 E4M3 (bias 7, no infinities, 0x7F / 0xFF NaN), as kernels/kv_element.h.
-__device__ inline float fp8_e4m3_bits_to_f32(uint8_t b) {
+__host__ __device__ inline float fp8_e4m3_bits_to_f32(uint8_t b) {
   const int e = (b >> 3) & 15, m = b & 7;
-  if (e == 15 && m == 7) return __int_as_float(0x7fc00000);
+  if (e == 15 && m == 7) return f32_from_bits(0x7fc00000u);
   const float mag = e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
   return (b & 0x80) ? -mag : mag;
 }
 
 // Rounded to nearest even; beyond 448 saturates to 448, NaN stays NaN (the reference's f32_to_fp8_e4m3).
-__device__ inline uint8_t f32_to_fp8_e4m3_bits(float x) {
-  if (isnan(x)) return 0x7F;
-  const uint8_t sign = signbit(x) ? 0x80 : 0;
+__host__ __device__ inline uint8_t f32_to_fp8_e4m3_bits(float x) {
+  if (x != x) return 0x7F;  // NaN
+  const uint8_t sign = (f32_bits(x) >> 31) ? 0x80 : 0;
   const float a = fabsf(x);
   if (a >= 448.0f) return sign | 0x7E;
   if (a < 0x1p-6f) return sign | (uint8_t)rintf(a * 512.0f);  // subnormals m * 2^-9
-  const uint32_t u = __float_as_uint(a);
+  const uint32_t u = f32_bits(a);
   const uint32_t r = u + 0x7FFFFu + ((u >> 20) & 1u);
   const int e = (int)(r >> 23) - 127 + 7;
   const int m = (int)(r >> 20) & 7;
@@ -39,7 +39,7 @@ __device__ inline uint8_t f32_to_fp8_e4m3_bits(float x) {
   return sign | (uint8_t)(e << 3) | (uint8_t)m;
 }
 
-__device__ inline float load_kv(const void* pool, DType t, int64_t i) {
+__host__ __device__ inline float load_kv(const void* pool, DType t, int64_t i) {
   if (t == DType::f16) return f16_bits_to_f32(static_cast<const uint16_t*>(pool)[i]);
   if (t == DType::bf16) return bf16_bits_to_f32(static_cast<const uint16_t*>(pool)[i]);
   if (is_kv_block_type(t)) {
@@ -54,7 +54,7 @@ __device__ inline float load_kv(const void* pool, DType t, int64_t i) {
 // The 32 elements x[0, 32) as the block at pool element `first` (a multiple
 // of 32) of a q8_0 pool (ggml's quantize_row_q8_0: d = amax / 127) or an
 // fp8_e4m3 one (d = amax / 448, each value divided by the d kept).
-__device__ inline void store_kv_block(void* pool, DType t, int64_t first, const float* x) {
+__host__ __device__ inline void store_kv_block(void* pool, DType t, int64_t first, const float* x) {
   uint8_t* block = static_cast<uint8_t*>(pool) + (first / kKvBlock) * kKvBlockBytes;
   float amax = 0.0f;
   for (int j = 0; j < kKvBlock; ++j) amax = fmaxf(amax, fabsf(x[j]));
@@ -71,11 +71,11 @@ __device__ inline void store_kv_block(void* pool, DType t, int64_t first, const 
   }
 }
 
-__device__ inline void store_kv(void* pool, DType t, int64_t i, float x) {
+__host__ __device__ inline void store_kv(void* pool, DType t, int64_t i, float x) {
   if (t == DType::f16) {
     static_cast<uint16_t*>(pool)[i] = __half_as_ushort(__float2half_rn(x));
   } else if (t == DType::bf16) {
-    const uint32_t f = __float_as_uint(x);
+    const uint32_t f = f32_bits(x);
     static_cast<uint16_t*>(pool)[i] =
         (f & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((f >> 16) | 0x40u) : (uint16_t)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
   } else {
