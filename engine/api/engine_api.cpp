@@ -40,6 +40,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const EngineOptions& o) {
   ec.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
   ec.scheduler.max_prefill_chunk = o.max_prefill_chunk;
   ec.prefix_caching = o.prefix_caching;
+  ec.pipeline_batches = o.pipeline_batches;
   TS_ASSIGN_OR_RETURN(ec.scheduler.policy, parse_schedule_policy(o.schedule));
   ec.scheduler.slo_ttft_ms = o.slo_ttft_ms;
   ec.scheduler.slo_tpot_ms = o.slo_tpot_ms;

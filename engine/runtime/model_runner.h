@@ -167,6 +167,8 @@ class ModelRunner {
   uint64_t arena_bytes() const;
   // A pipeline's first stage: the micro-batches its steps were cut into so far.
   int64_t micro_batches() const { return micro_batches_; }
+  // --pipeline-parallel's stages (1 when the model is not split by layers).
+  int32_t pipeline_stages() const { return pipelined_ ? options_.parallel.pipeline : 1; }
 
  private:
   // One device the step runs on: [0] the asked-for device, then each other

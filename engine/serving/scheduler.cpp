@@ -13,6 +13,20 @@ Expected<SchedulePolicy> parse_schedule_policy(const std::string& name) {
 Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks, PrefixCache* prefix)
     : config_(config), blocks_(blocks), prefix_(prefix) {
   if (config_.max_prefill_chunk <= 0) config_.max_prefill_chunk = config_.max_num_batched_tokens;
+  config_.batches = std::max(1, config_.batches);
+}
+
+int32_t Scheduler::batch_size(int32_t batch) const {
+  int32_t n = 0;
+  for (const Sequence* s : running_) n += s->batch == batch;
+  return n;
+}
+
+int32_t Scheduler::emptiest_batch() const {
+  int32_t best = 0, best_n = batch_size(0);
+  for (int32_t b = 1; b < config_.batches; ++b)
+    if (const int32_t n = batch_size(b); n < best_n) best = b, best_n = n;
+  return best;
 }
 
 void Scheduler::add(Sequence* s) {
@@ -23,6 +37,7 @@ void Scheduler::add(Sequence* s) {
 void Scheduler::add_running(Sequence* s) {
   s->status = SeqStatus::running;
   s->admitted = next_admission_++;
+  s->batch = emptiest_batch();
   running_.push_back(s);
 }
 
@@ -109,7 +124,9 @@ void Scheduler::order_waiting_for_slo(std::chrono::steady_clock::time_point now)
   std::stable_partition(it, waiting_.end(), on_time);
 }
 
-Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time_point now) {
+Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time_point now, int32_t batch) {
+  if (batch < 0 || batch >= config_.batches)
+    return invalid_argument("scheduler: batch " + std::to_string(batch) + " of " + std::to_string(config_.batches));
   out->seqs.clear();
   out->copies.clear();
   out->preempted.clear();
@@ -121,6 +138,10 @@ Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time
   // blocks preempts the newest until it can (or is itself the newest).
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* s = running_[i];
+    if (s->in_flight || s->batch != batch) {
+      ++i;
+      continue;
+    }
     int32_t take = chunk_for(*s, budget);
     if (take <= 0) {
       ++i;
@@ -137,14 +158,22 @@ Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time
     }
     bool preempted_self = false;
     while (!try_reserve(*s, s->num_computed + take, &out->copies)) {
-      Sequence* victim = running_.back();
+      // The newest sequence after s without a step in flight (s itself at
+      // worst): an in-flight step is writing its sequences' blocks, and
+      // those before s are in this step already.
+      Sequence* victim = s;
+      for (size_t j = running_.size() - 1; j > i; --j)
+        if (!running_[j]->in_flight) {
+          victim = running_[j];
+          break;
+        }
       preempt(victim, out);
       if (victim == s) {
         preempted_self = true;
         break;
       }
     }
-    if (preempted_self) break;  // s was the last running sequence
+    if (preempted_self) break;  // s was the newest it could preempt
     out->seqs.push_back({s, s->num_computed, take, s->num_computed + take == (int32_t)s->tokens.size() + proposed, proposed, 1 + proposed});
     out->n_tokens += take;
     budget -= take;
@@ -155,6 +184,11 @@ Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time
   int32_t slots = 0;
   for (const Sequence* s : running_) slots += s->slots();
   while (out->preempted.empty() && !waiting_.empty() && budget > 0) {
+    // A batch takes new sequences up to its share of all there are, so the
+    // batches stay even and a burst of prompts starts in one pass over them.
+    if (config_.batches > 1 &&
+        batch_size(batch) >= ((int32_t)(running_.size() + waiting_.size()) + config_.batches - 1) / config_.batches)
+      break;
     Sequence* s = waiting_.front();
     if (slots + s->slots() > config_.max_num_seqs) break;
     // slo: one more sequence must leave the decode step within the TPOT target.
@@ -168,6 +202,7 @@ Status Scheduler::schedule(SchedulerOutput* out, std::chrono::steady_clock::time
     }
     waiting_.pop_front();
     add_running(s);
+    s->batch = batch;
     slots += s->slots();
     out->seqs.push_back({s, s->num_computed, take, s->num_computed + take == (int32_t)s->tokens.size()});
     out->n_tokens += take;

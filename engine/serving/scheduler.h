@@ -46,6 +46,11 @@ struct SchedulerConfig {
   int32_t max_prefill_chunk = 0;         // tokens of one prompt per step; 0: max_num_batched_tokens
   SchedulePolicy policy = SchedulePolicy::fcfs;
   double slo_ttft_ms = 0, slo_tpot_ms = 0;  // the slo policy's targets (both > 0)
+  // Independent batches kept in flight at once (pipeline parallelism's
+  // "virtual engines", docs/parallelism.md): each running sequence belongs to
+  // one, a step schedules one batch's sequences, and a sequence joins the
+  // batch with the fewest. 1: one batch, every step takes every sequence.
+  int32_t batches = 1;
 };
 
 struct ScheduledSeq {
@@ -83,9 +88,11 @@ class Scheduler {
   // (to the prefix cache's LRU set where cached).
   void remove(Sequence* s);
 
-  // The next step; empty when nothing can run. `now` dates the queue for
-  // the slo policy.
-  Status schedule(SchedulerOutput* out, std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+  // The next step of `batch` (0 .. config().batches - 1); empty when nothing
+  // can run. Sequences with a step in flight are neither scheduled nor
+  // preempted. `now` dates the queue for the slo policy.
+  Status schedule(SchedulerOutput* out, std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now(),
+                  int32_t batch = 0);
   // A step of `tokens` took `ms` of device time (the slo policy's cost line).
   void observe_step(int32_t tokens, double ms) { cost_.observe(tokens, ms); }
   const StepCostModel& step_cost() const { return cost_; }
@@ -109,6 +116,9 @@ class Scheduler {
   void preempt(Sequence* s, SchedulerOutput* out);
   bool admit(Sequence& s);  // takes blocks from the prefix cache; false if it cannot start
   void release_blocks(Sequence& s);
+  // The batch with the fewest running sequences (the lowest on a tie).
+  int32_t emptiest_batch() const;
+  int32_t batch_size(int32_t batch) const;
   // slo: the step's token cap, and the queue reordered (resumed sequences,
   // then those that can still meet the TTFT target, then the rest).
   int32_t slo_token_budget() const;

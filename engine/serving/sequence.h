@@ -38,6 +38,12 @@ struct Sequence {
   Sampler sampler;
   std::unique_ptr<SequenceText> text;  // when the request detokenizes
   SpecState spec;                      // speculation (the engine's proposer, when it has one)
+  // Pipeline parallelism's independent batches (Scheduler, virtual_engines):
+  // the batch this sequence steps in, and whether a step of it is in flight
+  // (submitted, not collected: not scheduled again, not preempted, not
+  // finished until then).
+  int32_t batch = 0;
+  bool in_flight = false;
 
   Sequence(SeqId seq_id, const SamplerParams& params) : id(seq_id), sampler(params) {}
   int32_t generated() const { return (int32_t)tokens.size() - prompt_len; }

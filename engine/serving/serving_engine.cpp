@@ -53,6 +53,8 @@ Expected<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<c
 ServingEngine::ServingEngine(RunnerWithCache runner, std::unique_ptr<Proposer> proposer, const Tokenizer* tokenizer, const EngineConfig& config)
     : runner_(std::move(runner)), tokenizer_(tokenizer), config_(config), proposer_(std::move(proposer)) {
   config_.scheduler.max_num_batched_tokens = runner_.runner->max_tokens_per_step();
+  if (const int32_t stages = runner_.runner->pipeline_stages(); stages > 1 && !proposer_ && config_.pipeline_batches != 1)
+    config_.scheduler.batches = std::min<int32_t>(config_.pipeline_batches > 1 ? config_.pipeline_batches : stages, ModelRunner::kMaxInFlight);
   BlockManager& blocks = runner_.kv->blocks();
   if (config_.prefix_caching) prefix_ = std::make_unique<PrefixCache>(blocks, model_salt(runner_.runner->weights()));
   scheduler_ = std::make_unique<Scheduler>(config_.scheduler, blocks, prefix_.get());
@@ -220,12 +222,13 @@ void ServingEngine::loop() {
         size_t holding = 0;
         for (const auto& r : live_)
           for (const auto& s : r->seqs) holding += s->holds_blocks ? 1 : 0;
-        config_.after_step({runner_.kv->blocks(), prefix_.get(), holding, scheduled_});
+        config_.after_step({runner_.kv->blocks(), prefix_.get(), holding, scheduled_, flights_.size()});
       }
     }
     reap_finished();
   }
-  // Stopping: whatever was queued or running ends as cancelled.
+  // Stopping: the steps in flight are collected, then whatever was queued or running ends as cancelled.
+  (void)drain_flights();
   {
     std::lock_guard l(inbox_mu_);
     for (auto& r : inbox_) live_.push_back(r);
@@ -331,11 +334,11 @@ bool ServingEngine::start_imported(const std::shared_ptr<RequestState>& r) {
   return true;
 }
 
-void ServingEngine::plan_exports() {
+void ServingEngine::plan_exports(const SchedulerOutput& step) {
   exports_.clear();
   const int32_t bs = runner_.kv->spec().block_size;
   const BlockManager& blocks = runner_.kv->blocks();
-  for (const ScheduledSeq& e : scheduled_.seqs) {
+  for (const ScheduledSeq& e : step.seqs) {
     Sequence& s = *e.seq;
     RequestState& r = *s.request;
     if (!r.kv_export || s.index != 0 || s.status == SeqStatus::finished || e.start >= s.prompt_len) continue;
@@ -392,10 +395,22 @@ void ServingEngine::export_chunks() {
 }
 
 void ServingEngine::cancel_requested() {
+  bool deferred = false;
   for (auto& r : live_) {
     if (!r->cancel_requested()) continue;
-    for (auto& s : r->seqs)
+    for (auto& s : r->seqs) {
+      // A sequence with a step in flight ends when the step is collected
+      // (its blocks are being written): the next pass of the loop.
+      if (s->in_flight) {
+        deferred = true;
+        continue;
+      }
       if (s->status != SeqStatus::finished) finish_sequence(*s, FinishReason::cancelled);
+    }
+  }
+  if (deferred) {
+    std::lock_guard l(inbox_mu_);
+    cancels_pending_ = true;
   }
 }
 
@@ -606,17 +621,45 @@ void ServingEngine::verify_proposal(const ScheduledSeq& e, const StepResult& res
 }
 
 Status ServingEngine::run_step() {
+  if (scheduler_->config().batches > 1 && !exporting()) return run_batches();
+  TS_TRY(drain_flights());  // a step that exports runs alone
   TS_TRY(propose());
   const auto t_proposed = Clock::now();
   TS_TRY(scheduler_->schedule(&scheduled_));
-  for (Sequence* p : scheduled_.preempted) p->request->note_preempted();
-  if (scheduled_.empty()) {
+  Flight f;
+  f.out = std::move(scheduled_);
+  if (!prepare_step(f)) {
+    scheduled_ = std::move(f.out);
     // Nothing can run although sequences wait: submit's checks make this
     // unreachable; fail the head rather than spin.
     return resource_exhausted("engine: no sequence can be scheduled (the KV cache cannot hold the next one)");
   }
+  plan_exports(f.out);
+  // A device that says when each pool is written lets a prompt's KV leave
+  // layer by layer while the step's later layers compute.
+  if (!exports_.empty()) f.req.args.kv_written = {&ServingEngine::on_kv_written, this};
+  f.t_proposed = t_proposed;
+  f.t_step = Clock::now();
+  TS_ASSIGN_OR_RETURN(f.ticket, runner_.runner->submit(f.req));
+  TS_ASSIGN_OR_RETURN(const StepResult result, runner_.runner->collect(f.ticket));
+  finish_step(f, result);
+  scheduled_ = std::move(f.out);
+  return Status::ok();
+}
+
+bool ServingEngine::exporting() const {
+  for (const auto& r : live_)
+    if (r->kv_export) return true;
+  return false;
+}
+
+// The step's bookkeeping before it runs: notes on the requests, the step's
+// arrays, what it returns. False for an empty step.
+bool ServingEngine::prepare_step(Flight& f) {
+  for (Sequence* p : f.out.preempted) p->request->note_preempted();
+  if (f.out.empty()) return false;
   bool any_logits = false, any_tokens = false;
-  for (const ScheduledSeq& e : scheduled_.seqs) {
+  for (const ScheduledSeq& e : f.out.seqs) {
     Sequence& s = *e.seq;
     s.request->note_scheduled();
     if (s.index == 0 && e.start > 0 && s.generated() == 0) s.request->note_cached_prompt(e.start);
@@ -626,27 +669,25 @@ Status ServingEngine::run_step() {
     any_tokens |= !needs_logits(s);
   }
   const BlockManager& blocks = runner_.kv->blocks();
-  const int32_t blocks_held = blocks.num_blocks() - blocks.available_blocks();  // the step's peak: before finished sequences let go
-  batch_.build(scheduled_, blocks, runner_.runner->max_blocks_per_seq());
-  plan_exports();
-  StepRequest req;
-  req.args = batch_.args();
-  // A device that says when each pool is written lets a prompt's KV leave
-  // layer by layer while the step's later layers compute.
-  if (!exports_.empty()) req.args.kv_written = {&ServingEngine::on_kv_written, this};
-  req.block_copies = scheduled_.copies;
-  req.outputs = any_logits && any_tokens ? StepOutputs::both : any_tokens ? StepOutputs::tokens : StepOutputs::logits;
-  const auto t_step = Clock::now();
-  TS_ASSIGN_OR_RETURN(const StepTicket ticket, runner_.runner->submit(req));
-  TS_ASSIGN_OR_RETURN(const StepResult result, runner_.runner->collect(ticket));
+  f.blocks_held = blocks.num_blocks() - blocks.available_blocks();  // the step's peak: before finished sequences let go
+  batch_.build(f.out, blocks, runner_.runner->max_blocks_per_seq());
+  f.req = StepRequest{};
+  f.req.args = batch_.args();
+  f.req.block_copies = f.out.copies;
+  f.req.outputs = any_logits && any_tokens ? StepOutputs::both : any_tokens ? StepOutputs::tokens : StepOutputs::logits;
+  return true;
+}
+
+// After the step ran: its tokens computed, its rows sampled or verified.
+void ServingEngine::finish_step(const Flight& f, const StepResult& result) {
   const auto t_done = Clock::now();
-  scheduler_->complete(scheduled_);
-  scheduler_->observe_step(scheduled_.n_tokens, ms_between(t_step, t_done));
+  scheduler_->complete(f.out);
+  scheduler_->observe_step(f.out.n_tokens, ms_between(f.t_step, t_done));
   export_chunks();
 
   // Each sampling sequence's rows are consecutive, in the step's order.
   size_t row = 0;
-  for (const ScheduledSeq& e : scheduled_.seqs) {
+  for (const ScheduledSeq& e : f.out.seqs) {
     if (!e.samples) continue;
     if (e.seq->status == SeqStatus::finished) {  // its export failed
       row += (size_t)e.rows;
@@ -661,13 +702,76 @@ Status ServingEngine::run_step() {
     row += (size_t)e.rows;
   }
   const auto t_end = Clock::now();
-  update_metrics(ms_between(t_step, t_done), ms_between(t_proposed, t_step) + ms_between(t_done, t_end), scheduled_.n_tokens, blocks_held);
+  update_metrics(ms_between(f.t_step, t_done), ms_between(f.t_proposed, f.t_step) + ms_between(t_done, t_end), f.out.n_tokens,
+                 f.blocks_held);
+}
+
+// Pipeline parallelism's independent batches (docs/parallelism.md): every
+// batch without a step in flight gets one submitted, so the first stage
+// computes one batch's step while the later stages compute another's; then
+// the oldest step is collected and sampled. The runner holds
+// ModelRunner::kMaxInFlight steps, so batches <= that (the engine sets it).
+Status ServingEngine::run_batches() {
+  const int32_t n = scheduler_->config().batches;
+  for (int32_t i = 0; i < n && (int32_t)flights_.size() < n; ++i) {
+    const int32_t b = (next_batch_ + i) % n;
+    bool busy = false;
+    for (const Flight& f : flights_) busy |= f.batch == b;
+    if (busy) continue;
+    Flight f;
+    f.batch = b;
+    f.t_proposed = Clock::now();
+    TS_TRY(scheduler_->schedule(&f.out, f.t_proposed, b));
+    if (!prepare_step(f)) continue;
+    f.t_step = Clock::now();
+    const Expected<StepTicket> ticket = runner_.runner->submit(f.req);
+    if (!ticket.has_value()) {
+      (void)drain_flights();
+      return ticket.status();
+    }
+    f.ticket = *ticket;
+    for (const ScheduledSeq& e : f.out.seqs) e.seq->in_flight = true;
+    flights_.push_back(std::move(f));
+  }
+  if (flights_.empty()) return resource_exhausted("engine: no sequence can be scheduled (the KV cache cannot hold the next one)");
+  next_batch_ = (flights_.back().batch + 1) % n;
+  Flight f = std::move(flights_.front());
+  flights_.pop_front();
+  for (const ScheduledSeq& e : f.out.seqs) e.seq->in_flight = false;
+  const Expected<StepResult> result = runner_.runner->collect(f.ticket);
+  if (!result.has_value()) {
+    (void)drain_flights();
+    return result.status();
+  }
+  finish_step(f, *result);
+  scheduled_ = std::move(f.out);
   return Status::ok();
+}
+
+// Collects every step still in flight and applies it (the loop's end, a
+// change to one batch, or an error: the first error is returned, the rest
+// are collected regardless).
+Status ServingEngine::drain_flights() {
+  Status first = Status::ok();
+  while (!flights_.empty()) {
+    Flight f = std::move(flights_.front());
+    flights_.pop_front();
+    for (const ScheduledSeq& e : f.out.seqs) e.seq->in_flight = false;
+    const Expected<StepResult> result = runner_.runner->collect(f.ticket);
+    if (result.has_value() && first.is_ok()) {
+      finish_step(f, *result);
+    } else if (first.is_ok()) {
+      first = result.status();
+    }
+  }
+  return first;
 }
 
 void ServingEngine::reap_finished() {
   std::erase_if(live_, [&](const std::shared_ptr<RequestState>& r) {
     if (!r->done()) return false;
+    for (const auto& sp : r->seqs)
+      if (sp->in_flight) return false;  // a step in flight still names it: reaped after it is collected
     if (proposer_)
       for (auto& sp : r->seqs) proposer_->forget(*sp);
     r->seqs.clear();  // their samplers' buffers go now, not when the caller drops the handle

@@ -6,6 +6,7 @@
 // prefill, preemption), run it, sample every sequence that reached its end,
 // and deliver the tokens. submit/cancel/metrics may be called from any thread.
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <span>
@@ -36,12 +37,18 @@ struct StepObservation {
   const PrefixCache* prefix;          // null when prefix caching is off
   size_t sequences_holding_blocks = 0;  // the scheduler's sequences that hold KV blocks
   const SchedulerOutput& step;
+  size_t steps_in_flight = 0;  // other steps submitted and not yet applied (pipeline batches)
 };
 
 struct EngineConfig {
   SchedulerConfig scheduler;
   bool prefix_caching = true;
   SpecConfig spec;  // speculative decoding: off by default
+  // --pipeline-parallel: independent batches kept in flight across the
+  // stages (docs/parallelism.md). 0: one a stage, as many as the runner
+  // holds (ModelRunner::kMaxInFlight); 1: one batch, the stages take turns.
+  // Speculation keeps one.
+  int32_t pipeline_batches = 0;
   // Called on the engine thread after every step (tests); keep it short.
   std::function<void(const StepObservation&)> after_step;
 };
@@ -111,12 +118,26 @@ class ServingEngine {
   // before the step (plan_exports), handed over pool by pool as the step
   // writes them (on_kv_written) and, for pools it did not announce, after it
   // (export_chunks).
-  void plan_exports();
+  void plan_exports(const SchedulerOutput& step);
   static void on_kv_written(void* self, const char* pool);
   void hand_over(std::span<const size_t> pools);
   void export_chunks();
   void cancel_requested();
+  // A step of the scheduler's next sequences, and everything it returns applied.
+  struct Flight {
+    SchedulerOutput out;
+    StepRequest req;
+    StepTicket ticket = 0;
+    int32_t batch = 0;
+    int32_t blocks_held = 0;
+    std::chrono::steady_clock::time_point t_proposed, t_step;
+  };
   Status run_step();
+  Status run_batches();
+  Status drain_flights();
+  bool prepare_step(Flight& f);
+  void finish_step(const Flight& f, const StepResult& result);
+  bool exporting() const;  // a live request hands its KV over (disaggregation's prefill side)
   // Asks the proposer for the next tokens of every decoding sequence.
   Status propose();
   // A pass's time with k proposals a sequence (k = 0..max_k) over a plain
@@ -145,7 +166,9 @@ class ServingEngine {
   std::unique_ptr<PrefixCache> prefix_;
   std::unique_ptr<Scheduler> scheduler_;
   StepBatch batch_;
-  SchedulerOutput scheduled_;
+  SchedulerOutput scheduled_;  // the last step applied (StepObservation)
+  std::deque<Flight> flights_;  // pipeline batches' steps in flight, oldest first
+  int32_t next_batch_ = 0;
   std::vector<std::shared_ptr<RequestState>> live_;  // engine thread: requests not yet finished
   std::vector<std::shared_ptr<RequestState>> waiting_imports_;  // imported requests whose blocks do not fit yet
   struct ChunkExport {

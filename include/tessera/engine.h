@@ -39,6 +39,10 @@ struct EngineOptions {
   uint64_t kv_cache_memory = 0;
   double kv_memory_fraction = 0;  // 0: 0.9 on a GPU, 0.5 on the CPU
   bool prefix_caching = true;
+  // --pipeline-parallel: independent batches kept in flight across the
+  // stages, so decode steps overlap too (docs/parallelism.md). 0: one a
+  // stage (at most 2); 1: one batch, the stages take turns on each step.
+  int32_t pipeline_batches = 0;
   // "fcfs" (the queue in arrival order, steps as full as the limits allow)
   // or "slo": admission and prompt chunks chosen to maximize the requests
   // that meet both targets below (docs/serving.md, "SLO-aware scheduling").

@@ -5,7 +5,9 @@
 // llama.cpp on the whole zoo.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "engine/engine_fixture.h"
 #include "support/two_ranks.h"
@@ -48,6 +50,44 @@ TEST_CASE("engine: the serving engine over two ranks, split by tensor and by pip
     }
     ranks.leave();
     CHECK_MESSAGE(ranks.follower_status().is_ok(), ranks.follower_status().message());
+  }
+}
+
+// Two independent batches in flight (docs/parallelism.md, "Independent
+// batches"): while one batch's step is applied the other's is in the
+// stages; with one batch (pipeline_batches = 1) never. The ids are run.c's
+// either way, and every KV block comes back.
+TEST_CASE("engine: a two-stage pipeline keeps two batches' steps in flight, and gives run.c's ids") {
+  for (const int32_t batches : {0, 1}) {
+    CAPTURE(batches);
+    TwoRanks ranks;
+    EngineSetup s;
+    s.model = "models/stories260K.bin";
+    s.config.pipeline_batches = batches;
+    size_t overlapped = 0, steps = 0;
+    s.config.after_step = [&](const StepObservation& o) {
+      ++steps;
+      overlapped += o.steps_in_flight > 0;
+    };
+    s.adjust_runner = [&](RunnerOptions& ro) { ranks.join(ro, true); };
+    {
+      TestEngine e = open_test_engine(s);
+      const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
+      check_reference_cases(*e.engine, cases);
+      check_reference_cases(*e.engine, cases, 25);
+      // The engine publishes its counts after the step that finished the last request.
+      const int64_t requests = 2 * (int64_t)cases.size();
+      for (int i = 0; i < 5000 && e->metrics().requests_finished < requests; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const EngineMetrics m = e->metrics();
+      CHECK(m.requests_finished == requests);
+      CHECK(m.kv_blocks_used == 0);
+      CHECK(m.running == 0);
+    }
+    ranks.leave();
+    CHECK_MESSAGE(ranks.follower_status().is_ok(), ranks.follower_status().message());
+    MESSAGE(steps << " steps, " << overlapped << " applied while another was in flight");
+    if (batches == 1) CHECK(overlapped == 0);
+    else CHECK(overlapped > steps / 2);
   }
 }
 

@@ -73,6 +73,10 @@ void EngineFlags::add(CLI::App& s, bool max_num_seqs_flag, bool several_spec_met
   s.add_option("--kv-cache-memory", kv_cache_memory,
                "bytes of K/V pools over every layer (default: a fraction of the device's free memory, docs/serving.md)");
   s.add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse the KV blocks of prompts seen before");
+  s.add_option("--pipeline-batches", pipeline_batches,
+               "with --pipeline-parallel: independent batches of sequences in flight across the stages, so decode steps overlap "
+               "(default 0: one a stage, at most 2; 1: one batch)")
+      ->check(CLI::Range(0, 2));
   s.add_option("--schedule", schedule,
                "fcfs (default) or slo: admission and prompt chunks chosen to maximize the requests meeting --slo-ttft-ms and "
                "--slo-tpot-ms (docs/serving.md)")
@@ -134,6 +138,7 @@ EngineOptions EngineFlags::options(ModelOptions model) const {
   eo.max_prefill_chunk = max_prefill_chunk;
   eo.kv_cache_memory = kv_cache_memory;
   eo.prefix_caching = !no_prefix_cache;
+  eo.pipeline_batches = pipeline_batches;
   eo.schedule = schedule;
   eo.slo_ttft_ms = slo_ttft_ms;
   eo.slo_tpot_ms = slo_tpot_ms;

@@ -56,6 +56,7 @@ struct EngineFlags {
   int32_t max_prefill_chunk = 0;
   uint64_t kv_cache_memory = 0;
   bool no_prefix_cache = false;
+  int32_t pipeline_batches = 0;
   std::string schedule = "fcfs";
   double slo_ttft_ms = 0, slo_tpot_ms = 0;
   bool max_num_seqs_given = false;  // set by add()'s callback when the flag was on the command line
