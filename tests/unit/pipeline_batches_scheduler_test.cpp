@@ -95,7 +95,7 @@ TEST_CASE("two batches: each step takes one batch's sequences, the batches split
 
 TEST_CASE("two batches under a full KV cache: a preemption takes the newest sequence without a step in flight") {
   testing::Rng rng(43);
-  // Room for 8 blocks of 4 tokens: four 7-token prompts fill them.
+  // Room for 8 blocks of 4 tokens: four 8-token prompts fill them.
   BlockManager blocks({8, 4});
   SchedulerConfig c;
   c.max_num_seqs = 8;
@@ -104,7 +104,7 @@ TEST_CASE("two batches under a full KV cache: a preemption takes the newest sequ
   Scheduler s(c, blocks, nullptr);
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (int i = 0; i < 4; ++i) {
-    seqs.push_back(prompt_seq(i + 1, 7));
+    seqs.push_back(prompt_seq(i + 1, 8));
     s.add(seqs.back().get());
   }
   SchedulerOutput a, b;
@@ -115,9 +115,17 @@ TEST_CASE("two batches under a full KV cache: a preemption takes the newest sequ
   REQUIRE(b.seqs.size() == 2);
   REQUIRE(blocks.available_blocks() == 0);
   complete(s, b);
-  // Batch 1's sequences need a block each for their 8th token; batch 0's are
-  // in flight (and newer than nothing here: admitted first), so the newest of
-  // batch 1 goes back to the queue, however the rng orders the loop.
+  // Batch 1's sequences need a block each for their 9th token, and none is
+  // free; batch 0's are in flight, so batch 1's newest goes back to the queue.
+  SchedulerOutput first;
+  REQUIRE(s.schedule(&first, std::chrono::steady_clock::now(), 1).is_ok());
+  REQUIRE(first.preempted.size() == 1);
+  CHECK(first.preempted[0] == b.seqs.back().seq);
+  REQUIRE(first.seqs.size() == 1);
+  CHECK(first.seqs[0].seq == b.seqs.front().seq);
+  set_in_flight(first, true);
+  complete(s, first);
+  // More steps of batch 1, however many: never a preemption of batch 0's.
   const int rounds = rng.integer(1, 3);
   for (int r = 0; r < rounds; ++r) {
     SchedulerOutput b2;
