@@ -35,20 +35,31 @@ void complete(Scheduler& s, const SchedulerOutput& out) {
     if (e.samples) e.seq->tokens.push_back(9);
 }
 
+SchedulerConfig two_batches(int32_t max_num_seqs, int32_t max_num_batched_tokens) {
+  SchedulerConfig c;
+  c.max_num_seqs = max_num_seqs;
+  c.max_num_batched_tokens = max_num_batched_tokens;
+  c.batches = 2;
+  return c;
+}
+
+// n prompts queued, the i-th of len(i) tokens.
+template <class Len>
+std::vector<std::unique_ptr<Sequence>> queue_prompts(Scheduler& s, int n, Len len) {
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int i = 0; i < n; ++i) {
+    seqs.push_back(prompt_seq(i + 1, len(i)));
+    s.add(seqs.back().get());
+  }
+  return seqs;
+}
+
 }  // namespace
 
 TEST_CASE("two batches: each step takes one batch's sequences, the batches split a burst of prompts evenly, in-flight ones wait") {
   BlockManager blocks({256, 16});
-  SchedulerConfig c;
-  c.max_num_seqs = 16;
-  c.max_num_batched_tokens = 512;
-  c.batches = 2;
-  Scheduler s(c, blocks, nullptr);
-  std::vector<std::unique_ptr<Sequence>> seqs;
-  for (int i = 0; i < 7; ++i) {
-    seqs.push_back(prompt_seq(i + 1, 5 + i));
-    s.add(seqs.back().get());
-  }
+  Scheduler s(two_batches(16, 512), blocks, nullptr);
+  const auto seqs = queue_prompts(s, 7, [](int i) { return 5 + i; });
   SchedulerOutput a, b;
   REQUIRE(s.schedule(&a, std::chrono::steady_clock::now(), 0).is_ok());
   set_in_flight(a, true);
@@ -97,16 +108,8 @@ TEST_CASE("two batches under a full KV cache: a preemption takes the newest sequ
   testing::Rng rng(43);
   // Room for 8 blocks of 4 tokens: four 8-token prompts fill them.
   BlockManager blocks({8, 4});
-  SchedulerConfig c;
-  c.max_num_seqs = 8;
-  c.max_num_batched_tokens = 64;
-  c.batches = 2;
-  Scheduler s(c, blocks, nullptr);
-  std::vector<std::unique_ptr<Sequence>> seqs;
-  for (int i = 0; i < 4; ++i) {
-    seqs.push_back(prompt_seq(i + 1, 8));
-    s.add(seqs.back().get());
-  }
+  Scheduler s(two_batches(8, 64), blocks, nullptr);
+  const auto seqs = queue_prompts(s, 4, [](int) { return 8; });
   SchedulerOutput a, b;
   REQUIRE(s.schedule(&a, std::chrono::steady_clock::now(), 0).is_ok());
   set_in_flight(a, true);
