@@ -91,6 +91,55 @@ TEST_CASE("engine: a two-stage pipeline keeps two batches' steps in flight, and 
   }
 }
 
+// A cancel of a sequence whose step is in flight waits for the step to be
+// collected (its blocks are being written); the other requests are not
+// disturbed and every block comes back.
+TEST_CASE("engine: with two pipeline batches in flight, cancelled requests end and the others still give run.c's ids") {
+  TwoRanks ranks;
+  EngineSetup s;
+  s.model = "models/stories260K.bin";
+  s.adjust_runner = [&](RunnerOptions& ro) { ranks.join(ro, true); };
+  {
+    TestEngine e = open_test_engine(s);
+    const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
+    std::vector<std::shared_ptr<RequestState>> victims;
+    for (uint64_t seed : {5, 6, 7}) {
+      Request q;
+      q.prompt = {1, 461};
+      q.max_tokens = 250;
+      q.sampling.temperature = 0.9f;
+      q.sampling.seed = seed;
+      q.ignore_eos = true;
+      q.detokenize = false;
+      auto h = e->submit(q, Delivery::stream);
+      REQUIRE(h.has_value());
+      victims.push_back(*h);
+    }
+    std::thread canceller([&] {
+      for (auto& v : victims) {
+        TokenOutput ev;
+        for (int i = 0; i < 3 && v->next(&ev); ++i) {
+        }
+        e->cancel(*v);
+      }
+    });
+    check_reference_cases(*e.engine, cases);
+    canceller.join();
+    for (auto& v : victims) {
+      const RequestResult& r = v->wait();
+      CHECK(r.sequences[0].finish == FinishReason::cancelled);
+      CHECK(r.sequences[0].tokens.size() < 250);
+    }
+    const int64_t requests = (int64_t)cases.size() + 3;
+    for (int i = 0; i < 5000 && e->metrics().requests_finished < requests; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const EngineMetrics m = e->metrics();
+    CHECK(m.requests_finished == requests);
+    CHECK(m.kv_blocks_used == 0);
+  }
+  ranks.leave();
+  CHECK_MESSAGE(ranks.follower_status().is_ok(), ranks.follower_status().message());
+}
+
 TEST_CASE("engine: a two-stage pipeline cuts one prompt's prefill into micro-batches of its tokens, and its logits are one process's") {
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
   // The longest reference prompt, whole in one step.
