@@ -16,6 +16,24 @@
 using namespace tessera;
 using namespace tessera::testing;
 
+namespace {
+
+// stories260K's serving engine over `ranks`, split by pipeline stage or by tensor.
+EngineSetup split_stories(TwoRanks& ranks, bool pipeline) {
+  EngineSetup s;
+  s.model = "models/stories260K.bin";
+  s.adjust_runner = [&ranks, pipeline](RunnerOptions& ro) { ranks.join(ro, pipeline); };
+  return s;
+}
+
+// The engine's counts once `requests` have finished (it publishes them after the step that finished the last).
+EngineMetrics metrics_after(ServingEngine& e, int64_t requests) {
+  for (int i = 0; i < 5000 && e.metrics().requests_finished < requests; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return e.metrics();
+}
+
+}  // namespace
+
 TEST_CASE("engine: a model split over two ranks (threads) gives run.c's greedy ids, opened twice in a row") {
   TwoRanks ranks;
   const auto cases = read_id_cases(shared_path("reference/stories260K.greedy.txt"));
@@ -39,9 +57,7 @@ TEST_CASE("engine: the serving engine over two ranks, split by tensor and by pip
   for (const bool pipeline : {false, true}) {
     CAPTURE(pipeline);
     TwoRanks ranks;
-    EngineSetup s;
-    s.model = "models/stories260K.bin";
-    s.adjust_runner = [&](RunnerOptions& ro) { ranks.join(ro, pipeline); };
+    const EngineSetup s = split_stories(ranks, pipeline);
     {
       TestEngine e = open_test_engine(s);
       const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
@@ -61,24 +77,20 @@ TEST_CASE("engine: a two-stage pipeline keeps two batches' steps in flight, and 
   for (const int32_t batches : {0, 1}) {
     CAPTURE(batches);
     TwoRanks ranks;
-    EngineSetup s;
-    s.model = "models/stories260K.bin";
+    EngineSetup s = split_stories(ranks, true);
     s.config.pipeline_batches = batches;
     size_t overlapped = 0, steps = 0;
     s.config.after_step = [&](const StepObservation& o) {
       ++steps;
       overlapped += o.steps_in_flight > 0;
     };
-    s.adjust_runner = [&](RunnerOptions& ro) { ranks.join(ro, true); };
     {
       TestEngine e = open_test_engine(s);
       const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
       check_reference_cases(*e.engine, cases);
       check_reference_cases(*e.engine, cases, 25);
-      // The engine publishes its counts after the step that finished the last request.
       const int64_t requests = 2 * (int64_t)cases.size();
-      for (int i = 0; i < 5000 && e->metrics().requests_finished < requests; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      const EngineMetrics m = e->metrics();
+      const EngineMetrics m = metrics_after(*e.engine, requests);
       CHECK(m.requests_finished == requests);
       CHECK(m.kv_blocks_used == 0);
       CHECK(m.running == 0);
@@ -96,9 +108,7 @@ TEST_CASE("engine: a two-stage pipeline keeps two batches' steps in flight, and 
 // disturbed and every block comes back.
 TEST_CASE("engine: with two pipeline batches in flight, cancelled requests end and the others still give run.c's ids") {
   TwoRanks ranks;
-  EngineSetup s;
-  s.model = "models/stories260K.bin";
-  s.adjust_runner = [&](RunnerOptions& ro) { ranks.join(ro, true); };
+  const EngineSetup s = split_stories(ranks, true);
   {
     TestEngine e = open_test_engine(s);
     const auto cases = reference_cases("reference/stories260K.greedy.txt", 200, nullptr);
@@ -131,8 +141,7 @@ TEST_CASE("engine: with two pipeline batches in flight, cancelled requests end a
       CHECK(r.sequences[0].tokens.size() < 250);
     }
     const int64_t requests = (int64_t)cases.size() + 3;
-    for (int i = 0; i < 5000 && e->metrics().requests_finished < requests; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const EngineMetrics m = e->metrics();
+    const EngineMetrics m = metrics_after(*e.engine, requests);
     CHECK(m.requests_finished == requests);
     CHECK(m.kv_blocks_used == 0);
   }
