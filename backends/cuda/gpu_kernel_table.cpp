@@ -6,6 +6,7 @@
 #include "backends/cuda/gpu_nccl.h"
 #include "kernels/cuda/gpu_runtime.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/kv_element.h"
 
 namespace tessera::gpu {
 
@@ -14,12 +15,16 @@ namespace {
 KernelChoice yes(const char* kernel) { return {true, kernel, ""}; }
 KernelChoice no(std::string why) { return {false, "", std::move(why)}; }
 
-bool kv_pools_supported(DType t) {
-  return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::q8_0 || t == DType::fp8_e4m3;
-}
-// The 8-bit pools hold 32-element blocks of one head's row.
-bool kv_blocks_fit(DType t, int32_t head_dim) {
-  return (t != DType::q8_0 && t != DType::fp8_e4m3) || head_dim % 32 == 0;
+// Why `op` cannot use KV pools of type t with heads of head_dim (-1: not
+// known here); empty when it can. The 8-bit pools hold 32-element blocks of
+// one head's row.
+std::string kv_pool_refusal(OpKind op, DType t, int32_t head_dim) {
+  const std::string what = std::string(name(op)) + (op == OpKind::kv_append ? " into " : " over ") + std::string(name(t)) + " KV pools";
+  if (t != DType::f32 && t != DType::f16 && t != DType::bf16 && !tessera::kernels::is_kv_block_type(t))
+    return what + " (f32, f16, bf16, q8_0, fp8_e4m3)";
+  if (tessera::kernels::is_kv_block_type(t) && head_dim >= 0 && head_dim % tessera::kernels::kKvBlock != 0)
+    return what + " with head_dim " + std::to_string(head_dim) + " (a multiple of 32 is needed)";
+  return {};
 }
 
 }  // namespace
@@ -48,21 +53,13 @@ KernelChoice GpuKernelTable::query(const OpQuery& q) const {
       return q.kv_dtype == DType::f32 ? yes("rope_rows")
                                       : no("rope_kv_append into " + std::string(name(q.kv_dtype)) + " KV pools (the unfused ops run)");
     case OpKind::kv_append: {
-      if (!kv_pools_supported(q.kv_dtype))
-        return no("kv_append into " + std::string(name(q.kv_dtype)) + " KV pools (f32, f16, bf16, q8_0, fp8_e4m3)");
       const auto* kv = std::get_if<KvCacheParams>(&q.params);
-      if (kv && !kv_blocks_fit(q.kv_dtype, kv->head_dim))
-        return no("kv_append into " + std::string(name(q.kv_dtype)) + " KV pools with head_dim " + std::to_string(kv->head_dim) +
-                  " (a multiple of 32 is needed)");
+      if (std::string why = kv_pool_refusal(q.op, q.kv_dtype, kv ? kv->head_dim : -1); !why.empty()) return no(std::move(why));
       return yes("kv_append");
     }
     case OpKind::paged_attention: {
-      if (!kv_pools_supported(q.kv_dtype))
-        return no("paged_attention over " + std::string(name(q.kv_dtype)) + " KV pools (f32, f16, bf16, q8_0, fp8_e4m3)");
       const auto* p = std::get_if<AttentionParams>(&q.params);
-      if (p && !kv_blocks_fit(q.kv_dtype, p->head_dim))
-        return no("paged_attention over " + std::string(name(q.kv_dtype)) + " KV pools with head_dim " + std::to_string(p->head_dim) +
-                  " (a multiple of 32 is needed)");
+      if (std::string why = kv_pool_refusal(q.op, q.kv_dtype, p ? p->head_dim : -1); !why.empty()) return no(std::move(why));
       if (p && (p->head_dim < 1 || p->head_dim > 256))
         return no("paged_attention with head_dim " + std::to_string(p->head_dim) + " (the " TESSERA_GPU_BACKEND " kernel takes 1..256)");
       return yes("paged_attention_online_softmax");

@@ -735,10 +735,8 @@ Status ServingEngine::run_batches() {
   }
   if (flights_.empty()) return resource_exhausted("engine: no sequence can be scheduled (the KV cache cannot hold the next one)");
   next_batch_ = (flights_.back().batch + 1) % n;
-  Flight f = std::move(flights_.front());
-  flights_.pop_front();
-  for (const ScheduledSeq& e : f.out.seqs) e.seq->in_flight = false;
-  const Expected<StepResult> result = runner_.runner->collect(f.ticket);
+  Flight f;
+  const Expected<StepResult> result = collect_oldest(f);
   if (!result.has_value()) {
     (void)drain_flights();
     return result.status();
@@ -748,16 +746,23 @@ Status ServingEngine::run_batches() {
   return Status::ok();
 }
 
+// Takes the oldest step in flight off the queue into f (its sequences no
+// longer in flight) and collects it.
+Expected<StepResult> ServingEngine::collect_oldest(Flight& f) {
+  f = std::move(flights_.front());
+  flights_.pop_front();
+  for (const ScheduledSeq& e : f.out.seqs) e.seq->in_flight = false;
+  return runner_.runner->collect(f.ticket);
+}
+
 // Collects every step still in flight and applies it (the loop's end, a
 // change to one batch, or an error: the first error is returned, the rest
 // are collected regardless).
 Status ServingEngine::drain_flights() {
   Status first = Status::ok();
   while (!flights_.empty()) {
-    Flight f = std::move(flights_.front());
-    flights_.pop_front();
-    for (const ScheduledSeq& e : f.out.seqs) e.seq->in_flight = false;
-    const Expected<StepResult> result = runner_.runner->collect(f.ticket);
+    Flight f;
+    const Expected<StepResult> result = collect_oldest(f);
     if (result.has_value() && first.is_ok()) {
       finish_step(f, *result);
     } else if (first.is_ok()) {

@@ -135,6 +135,7 @@ class ServingEngine {
   Status run_step();
   Status run_batches();
   Status drain_flights();
+  Expected<StepResult> collect_oldest(Flight& f);
   bool prepare_step(Flight& f);
   void finish_step(const Flight& f, const StepResult& result);
   bool exporting() const;  // a live request hands its KV over (disaggregation's prefill side)

@@ -52,7 +52,7 @@ gpuError_t append_kv_rows(const float* k, void* k_pool, const float* v, void* v_
   if (!k_pool) k = nullptr;
   if (!v_pool) v = nullptr;
   if (n_tokens == 0 || row == 0 || num_slots == 0 || (!k && !v)) return gpuSuccess;
-  if (kv_dtype == DType::q8_0 || kv_dtype == DType::fp8_e4m3) {
+  if (is_kv_block_type(kv_dtype)) {
     if (row % kKvBlock != 0) return gpuErrorInvalidValue;
     append_blocks_kernel<<<grid_for(n_tokens * (row / kKvBlock), kThreads), kThreads, 0, s>>>(
         k, k_pool, v, v_pool, kv_dtype, slot_mapping, n_tokens, row, num_slots);
@@ -67,10 +67,9 @@ gpuError_t kv_append(const KvAppendArgs& a, gpuStream_t s) {
   if (a.n_tokens == 0) return gpuSuccess;
   if (a.p.n_kv_heads < 0 || a.p.head_dim < 0) return gpuErrorInvalidValue;
   const int64_t row = (int64_t)a.p.n_kv_heads * a.p.head_dim;
-  if (a.kv_dtype != DType::f32 && a.kv_dtype != DType::f16 && a.kv_dtype != DType::bf16 && a.kv_dtype != DType::q8_0 &&
-      a.kv_dtype != DType::fp8_e4m3)
+  if (a.kv_dtype != DType::f32 && a.kv_dtype != DType::f16 && a.kv_dtype != DType::bf16 && !is_kv_block_type(a.kv_dtype))
     return gpuErrorInvalidValue;
-  if ((a.kv_dtype == DType::q8_0 || a.kv_dtype == DType::fp8_e4m3) && a.p.head_dim % kKvBlock != 0) return gpuErrorInvalidValue;
+  if (is_kv_block_type(a.kv_dtype) && a.p.head_dim % kKvBlock != 0) return gpuErrorInvalidValue;
   return append_kv_rows(a.k, a.k_pool, a.v, a.v_pool, a.kv_dtype, a.slot_mapping, a.n_tokens, row, a.num_slots, s);
 }
 
